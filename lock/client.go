@@ -1,0 +1,295 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/rlock-go/rlock/pubsub"
+	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/watchdog"
+)
+
+// Client holds locks on one Redis master. It owns the background work for
+// that master: one watchdog loop renewing every lock it holds, one
+// subscription connection for every waiter, and nothing per lock. A
+// Client is safe for concurrent use; make one per process and master.
+type Client struct {
+	cfg     Config
+	rc      rueidis.Client
+	owned   bool // rc was created by New, so Close closes it
+	addr    string
+	id      string
+	publish string
+	hub     *pubsub.Hub
+	wd      *watchdog.Registry
+	obs     *Observer
+
+	done    chan struct{} // closed by Close: waits end with ErrClosed
+	stopBg  context.CancelFunc
+	bg      sync.WaitGroup // the watchdog loop and the latch cleaner
+	latches chan string    // unlock latches to delete
+
+	mu       sync.Mutex
+	closed   bool
+	ops      sync.WaitGroup
+	holdings map[string]*holding // by name + "\x00" + field
+}
+
+// New connects to the master in cfg and returns a Client. The connection
+// is checked with a PING bounded by ctx and cfg.DialTimeout.
+//
+// May return ErrInvalid, ErrUnavailable, ErrAuth.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if ctx == nil {
+		return nil, invalidf("nil context")
+	}
+	cfg, err := cfg.withDefaults(true)
+	if err != nil {
+		return nil, err
+	}
+	dial := cfg.DialTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		dial = min(dial, time.Until(dl))
+	}
+	if dial <= 0 {
+		return nil, errors.Join(masterErr(cfg.Addrs[0], "connect", context.DeadlineExceeded), ctx.Err())
+	}
+	opt := rueidis.ClientOption{
+		InitAddress:       cfg.Addrs,
+		Username:          cfg.Username,
+		Password:          cfg.Password,
+		TLSConfig:         cfg.TLS,
+		SelectDB:          cfg.DB,
+		ForceSingleClient: true,
+		DisableCache:      true,
+		AlwaysRESP2:       cfg.AlwaysRESP2,
+		Dialer:            net.Dialer{Timeout: dial},
+		ConnWriteTimeout:  max(cfg.CommandTimeout, time.Second),
+	}
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, masterErr(cfg.Addrs[0], "connect", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, dial)
+	err = rc.Do(pctx, rc.B().Ping().Build()).Error()
+	cancel()
+	if err != nil {
+		rc.Close()
+		return nil, errors.Join(masterErr(cfg.Addrs[0], "connect", err), ctx.Err())
+	}
+	c, err := newClient(rc, cfg, true)
+	if err != nil {
+		rc.Close()
+	}
+	return c, err
+}
+
+// FromClient returns a Client on an existing rueidis client, which must be
+// connected to one standalone master. Close does not close rc. cfg.Addrs,
+// credentials, TLS, DB, DialTimeout and AlwaysRESP2 are rc's business and
+// are ignored.
+//
+// May return ErrInvalid.
+func FromClient(rc rueidis.Client, cfg Config) (*Client, error) {
+	if rc == nil {
+		return nil, invalidf("nil rueidis client")
+	}
+	if rc.Mode() != rueidis.ClientModeStandalone {
+		return nil, invalidf("rueidis client in %v mode: only a standalone master is supported", rc.Mode())
+	}
+	cfg, err := cfg.withDefaults(false)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(rc, cfg, false)
+}
+
+func newClient(rc rueidis.Client, cfg Config, owned bool) (*Client, error) {
+	addr := ""
+	for a := range rc.Nodes() {
+		addr = a
+	}
+	if addr == "" && len(cfg.Addrs) > 0 {
+		addr = cfg.Addrs[0]
+	}
+	c := &Client{
+		cfg:      cfg,
+		rc:       rc,
+		owned:    owned,
+		addr:     addr,
+		id:       cfg.ClientID,
+		publish:  reentrant.Publish,
+		obs:      cfg.Observer,
+		done:     make(chan struct{}),
+		latches:  make(chan string, 4096),
+		holdings: map[string]*holding{},
+	}
+	if c.id == "" {
+		c.id = reentrant.NewClientID()
+	}
+	sharded := cfg.PubSub == PubSubSharded
+	if sharded {
+		c.publish = reentrant.ShardedPublish
+	}
+	c.hub = pubsub.New(rc, pubsub.Options{Sharded: sharded})
+	wd, err := watchdog.New(rc, watchdog.Config{
+		Lease:    cfg.WatchdogTimeout,
+		Interval: cfg.RenewInterval,
+		OnTick:   c.onTick,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	c.wd = wd
+	bg, stop := context.WithCancel(context.Background())
+	c.stopBg = stop
+	c.bg.Add(2)
+	go func() { defer c.bg.Done(); c.wd.Run(bg) }()
+	go func() { defer c.bg.Done(); c.cleanLatches(bg) }()
+	return c, nil
+}
+
+// ID returns the client id, the first part of every holder field.
+func (c *Client) ID() string { return c.id }
+
+// Addr returns the master's address.
+func (c *Client) Addr() string { return c.addr }
+
+// Redis returns the underlying rueidis client, for commands of your own.
+func (c *Client) Redis() rueidis.Client { return c.rc }
+
+// enter registers a call; it fails once the Client is closed.
+func (c *Client) enter() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.ops.Add(1)
+	return nil
+}
+
+func (c *Client) exit() { c.ops.Done() }
+
+// cmdCtx bounds one command by the caller's ctx and CommandTimeout.
+func (c *Client) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.CommandTimeout)
+}
+
+// Close refuses new calls, ends waits in progress with ErrClosed,
+// releases every lock the Client holds (bounded by ctx), cancels their
+// Held contexts with cause ErrClosed, stops the watchdog and the
+// subscription, and closes the connection if New opened it. A second
+// Close returns ErrClosed.
+//
+// May return ErrClosed, ErrUnavailable (some locks could not be released:
+// they expire after their lease).
+func (c *Client) Close(ctx context.Context) error {
+	if ctx == nil {
+		return invalidf("nil context")
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	close(c.done)
+	c.mu.Unlock()
+
+	// Calls in flight see done and return; wait for them so that none
+	// acquires after the release below.
+	waited := make(chan struct{})
+	go func() { c.ops.Wait(); close(waited) }()
+	var errs []error
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("rlock: close: waiting for calls in flight: %w", ctx.Err()))
+		<-waited // calls end promptly: they select on c.done
+	}
+
+	c.stopBg()
+	c.bg.Wait()
+
+	c.mu.Lock()
+	holdings := make([]*holding, 0, len(c.holdings))
+	for _, h := range c.holdings {
+		holdings = append(holdings, h)
+	}
+	c.holdings = map[string]*holding{}
+	c.mu.Unlock()
+	for _, h := range holdings {
+		if err := c.releaseAll(ctx, h); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.hub.Close()
+	if c.owned {
+		c.rc.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// releaseAll releases every hold of h, for Close.
+func (c *Client) releaseAll(ctx context.Context, h *holding) error {
+	c.mu.Lock()
+	helds := h.helds
+	h.helds = nil
+	c.mu.Unlock()
+	var err error
+	for i := len(helds) - 1; i >= 0; i-- {
+		held := helds[i]
+		if err == nil && h.lost == nil {
+			_, err = c.release(ctx, held)
+		}
+		held.finish(ErrClosed)
+	}
+	c.wd.Remove(h.entry)
+	return err
+}
+
+// cleanLatches deletes answered unlock latches in batches, off the
+// Unlock path (they also expire by themselves).
+func (c *Client) cleanLatches(ctx context.Context) {
+	batch := make([]rueidis.Completed, 0, 64)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case k := <-c.latches:
+			batch = append(batch[:0], c.rc.B().Del().Key(k).Build())
+		more:
+			for len(batch) < cap(batch) {
+				select {
+				case k := <-c.latches:
+					batch = append(batch, c.rc.B().Del().Key(k).Build())
+				default:
+					break more
+				}
+			}
+			dctx, cancel := c.cmdCtx(ctx)
+			c.rc.DoMulti(dctx, batch...)
+			cancel()
+		}
+	}
+}
+
+func (c *Client) onTick(t watchdog.Tick) {
+	if c.obs == nil || c.obs.Renew == nil {
+		return
+	}
+	var err error
+	if t.Err != nil {
+		err = masterErr(c.addr, "renew", t.Err)
+	}
+	c.obs.Renew(Renew{
+		Addr: c.addr, Commands: t.Commands, RoundTrips: t.RoundTrips,
+		Renewed: t.Renewed, Lost: t.Lost, Failed: t.Failed, Duration: t.Duration, Err: err,
+	})
+}

@@ -1,0 +1,125 @@
+package lock
+
+import (
+	"crypto/tls"
+	"net"
+	"time"
+)
+
+// Defaults, Redisson's where Redisson has one.
+const (
+	DefaultAddr            = "127.0.0.1:6379"
+	DefaultWatchdogTimeout = 30 * time.Second // Redisson's lockWatchdogTimeout
+	DefaultDialTimeout     = 5 * time.Second
+	DefaultCommandTimeout  = 3 * time.Second
+	// MinLease is the shortest lease accepted: below it, a lease is shorter
+	// than a round trip on a loaded network and Redis's own expiry
+	// granularity.
+	MinLease = 50 * time.Millisecond
+	// MaxNameLen is the longest lock name accepted, in bytes.
+	MaxNameLen = 8 << 10
+	// unlockLatchTTL is how long a release request's latch answers its
+	// retries. Redisson deletes it once answered; so does rlock.
+	unlockLatchTTL = time.Minute
+)
+
+// PubSubMode chooses how unlock messages travel.
+type PubSubMode int
+
+const (
+	// PubSubAuto is Redisson's AUTO: sharded pub/sub in a Redis Cluster of
+	// Redis >= 7 that has it, plain pub/sub elsewhere. A standalone
+	// master always gets PubSubPlain.
+	PubSubAuto PubSubMode = iota
+	// PubSubPlain publishes with PUBLISH and waits with SUBSCRIBE.
+	PubSubPlain
+	// PubSubSharded publishes with SPUBLISH and waits with SSUBSCRIBE
+	// (Redis >= 7). Use it only if the Redisson services on the same
+	// locks do so too, or waiters of each side miss the other's releases
+	// (exclusion is kept either way).
+	PubSubSharded
+)
+
+// Config configures a Client. Its zero value means Redisson's defaults on
+// a local master at 127.0.0.1:6379. Config is validated by New.
+type Config struct {
+	// Addrs is the address of the ONE standalone master, host:port.
+	// Default DefaultAddr. For several masters, make one Client each and
+	// use package multilock.
+	Addrs []string
+	// Username and Password authenticate (ACL user, or requirepass with an
+	// empty Username).
+	Username string
+	Password string
+	// TLS, when set, connects with TLS.
+	TLS *tls.Config
+	// DB selects the logical database. Default 0.
+	DB int
+	// ClientID is the first part of every holder field,
+	// "<ClientID>:<owner>". Default: a random UUID, like Redisson's per
+	// client. Two Clients must never share one.
+	ClientID string
+	// WatchdogTimeout is the lease of locks taken without an explicit
+	// Lease; the watchdog renews it. Default 30s.
+	WatchdogTimeout time.Duration
+	// RenewInterval is the watchdog's tick. Default WatchdogTimeout/3; it
+	// must be less than WatchdogTimeout.
+	RenewInterval time.Duration
+	// PubSub chooses PUBLISH/SUBSCRIBE or their sharded forms. Default
+	// PubSubAuto.
+	PubSub PubSubMode
+	// DialTimeout bounds connecting. Default 5s.
+	DialTimeout time.Duration
+	// CommandTimeout bounds each single command (one acquire attempt, one
+	// release attempt, a query). Default 3s.
+	CommandTimeout time.Duration
+	// AlwaysRESP2 speaks RESP2 only: for servers without RESP3, such as
+	// an embedded miniredis.
+	AlwaysRESP2 bool
+	// Observer receives the lock's events. Default none.
+	Observer *Observer
+}
+
+// withDefaults fills zero fields and validates the rest.
+func (c Config) withDefaults(needAddr bool) (Config, error) {
+	if needAddr {
+		switch len(c.Addrs) {
+		case 0:
+			c.Addrs = []string{DefaultAddr}
+		case 1:
+			if _, _, err := net.SplitHostPort(c.Addrs[0]); err != nil {
+				return c, invalidf("address %q: %v", c.Addrs[0], err)
+			}
+		default:
+			return c, invalidf("%d addresses: a Client talks to one master; use package multilock for several", len(c.Addrs))
+		}
+	}
+	if c.WatchdogTimeout == 0 {
+		c.WatchdogTimeout = DefaultWatchdogTimeout
+	}
+	if c.WatchdogTimeout < MinLease {
+		return c, invalidf("WatchdogTimeout %v is shorter than %v", c.WatchdogTimeout, MinLease)
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = c.WatchdogTimeout / 3
+	}
+	if c.RenewInterval <= 0 || c.RenewInterval >= c.WatchdogTimeout {
+		return c, invalidf("RenewInterval %v must be positive and less than WatchdogTimeout %v", c.RenewInterval, c.WatchdogTimeout)
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.CommandTimeout == 0 {
+		c.CommandTimeout = DefaultCommandTimeout
+	}
+	if c.DialTimeout < 0 || c.CommandTimeout < 0 {
+		return c, invalidf("negative timeout")
+	}
+	if c.DB < 0 {
+		return c, invalidf("DB %d", c.DB)
+	}
+	if c.PubSub < PubSubAuto || c.PubSub > PubSubSharded {
+		return c, invalidf("PubSub mode %d", c.PubSub)
+	}
+	return c, nil
+}

@@ -1,0 +1,109 @@
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// Observer receives the lock's events, for tracing and metrics (package
+// tracing implements one with OpenTelemetry) or for tests. Every field is
+// optional; a nil Observer, or a nil field, costs one comparison.
+//
+// The functions run on the caller's goroutine (acquire, wait, release)
+// or on the watchdog's (renew, loss) and must not block.
+type Observer struct {
+	// AcquireStart is called when Lock or TryLock starts. The context it
+	// returns (for instance carrying a span) is the one passed to the
+	// later events of that call.
+	AcquireStart func(ctx context.Context, e AcquireStart) context.Context
+	// AcquireEnd is called when Lock or TryLock returns.
+	AcquireEnd func(ctx context.Context, e AcquireEnd)
+	// Waiting is called when a waiter goes to sleep after a failed attempt.
+	Waiting func(ctx context.Context, e Waiting)
+	// WakeUp is called when a sleeping waiter wakes.
+	WakeUp func(ctx context.Context, e WakeUp)
+	// Renew is called after each watchdog tick that had work.
+	Renew func(e Renew)
+	// Release is called when an Unlock returns. ctx is the Unlock's.
+	Release func(ctx context.Context, e Release)
+	// Loss is called when a held lock is lost. ctx is the lost Held's
+	// context (already cancelled), whose values (a span) remain readable.
+	Loss func(ctx context.Context, e Loss)
+}
+
+// AcquireStart describes a Lock or TryLock call.
+type AcquireStart struct {
+	Name     string
+	Addr     string
+	Owner    uint64
+	Blocking bool          // Lock: waits until acquired or ctx ends
+	Wait     time.Duration // TryLock's wait
+	Lease    time.Duration // explicit lease; 0 means the watchdog's
+}
+
+// AcquireEnd describes how a Lock or TryLock call ended.
+type AcquireEnd struct {
+	Name      string
+	Addr      string
+	Acquired  bool
+	Reentrant bool          // the owner already held the lock
+	Attempts  int           // acquire scripts sent
+	Waited    time.Duration // time spent asleep between attempts
+	Duration  time.Duration // the whole call
+	Fence     uint64        // fencing token, with Fenced
+	Err       error
+}
+
+// Waiting describes a waiter going to sleep.
+type Waiting struct {
+	Name string
+	Addr string
+	TTL  time.Duration // the holder's remaining lease; negative if none
+}
+
+// WakeReason says what woke a waiter.
+type WakeReason string
+
+// Wake reasons.
+const (
+	WakeMessage   WakeReason = "message"   // an unlock message
+	WakeReconnect WakeReason = "reconnect" // the subscription reconnected
+	WakeTimeout   WakeReason = "timeout"   // the holder's lease ran out
+)
+
+// WakeUp describes a waiter waking.
+type WakeUp struct {
+	Name   string
+	Addr   string
+	Reason WakeReason
+	Slept  time.Duration
+}
+
+// Renew describes one watchdog tick on one master.
+type Renew struct {
+	Addr       string
+	Commands   int // renew commands, all in one round trip
+	RoundTrips int
+	Renewed    int
+	Lost       int
+	Failed     int
+	Duration   time.Duration
+	Err        error
+}
+
+// Release describes an Unlock.
+type Release struct {
+	Name     string
+	Addr     string
+	Released bool          // the last hold went: the lock is free
+	HeldFor  time.Duration // since this hold was acquired
+	Err      error
+}
+
+// Loss describes a lost lock.
+type Loss struct {
+	Name    string
+	Addr    string
+	HeldFor time.Duration // since the lock's first hold was acquired
+	Err     *LostError
+}

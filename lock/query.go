@@ -1,0 +1,164 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// NoExpiry is what RemainingTTL reports for a key without expiry (which
+// no lock writes).
+const NoExpiry = time.Duration(math.MaxInt64)
+
+// Unlock releases one hold of the lock by the owner carried in ctx, the
+// newest one: Redisson's lock.unlock(). Prefer Held.Unlock.
+//
+// May return ErrNotHeld (ctx's owner holds no hold here), and what
+// Held.Unlock returns.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	owner, ok := OwnerFrom(ctx)
+	if !ok {
+		return errors.Join(ErrNotHeld, errors.New("rlock: the context carries no owner"))
+	}
+	c := m.c
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	var held *Held
+	if hd := c.holdings[key(m.name, reentrant.Field(c.id, owner))]; hd != nil && len(hd.helds) > 0 {
+		held = hd.helds[len(hd.helds)-1]
+	}
+	c.mu.Unlock()
+	if held == nil {
+		return ErrNotHeld
+	}
+	return held.Unlock(ctx)
+}
+
+// IsLocked reports whether anyone (here, another process, or a Redisson
+// service) holds the lock.
+//
+// May return ErrClosed, ErrUnavailable, ErrInvalid.
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	var n int64
+	err := m.query(ctx, "exists", func(c rueidis.Client) rueidis.Completed {
+		return c.B().Exists().Key(m.name).Build()
+	}, func(r rueidis.RedisResult) (err error) { n, err = r.AsInt64(); return err })
+	return n == 1, err
+}
+
+// HoldCount returns how many holds the owner carried in ctx has on the
+// lock (0 when ctx carries no owner).
+//
+// May return ErrClosed, ErrUnavailable, ErrInvalid.
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	if err := m.check(ctx); err != nil {
+		return 0, err
+	}
+	owner, ok := OwnerFrom(ctx)
+	if !ok {
+		return 0, nil
+	}
+	field := reentrant.Field(m.c.id, owner)
+	var n int
+	err := m.query(ctx, "hold count", func(c rueidis.Client) rueidis.Completed {
+		return c.B().Hget().Key(m.name).Field(field).Build()
+	}, func(r rueidis.RedisResult) error {
+		s, err := r.ToString()
+		if rueidis.IsRedisNil(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := strconv.Atoi(s)
+		n = v
+		return err
+	})
+	return n, err
+}
+
+// RemainingTTL returns the lock's remaining lease: 0 when it is not
+// locked, NoExpiry when the key has no expiry.
+//
+// May return ErrClosed, ErrUnavailable, ErrInvalid.
+func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
+	var ms int64
+	err := m.query(ctx, "pttl", func(c rueidis.Client) rueidis.Completed {
+		return c.B().Pttl().Key(m.name).Build()
+	}, func(r rueidis.RedisResult) (err error) { ms, err = r.AsInt64(); return err })
+	switch {
+	case err != nil || ms == -2:
+		return 0, err
+	case ms == -1:
+		return NoExpiry, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes a waiter; it
+// reports whether there was a lock. Holds of this Client on it are lost:
+// their contexts are cancelled with ErrLockLost. Other holders (other
+// processes, Redisson) find out at their next renewal.
+//
+// May return ErrClosed, ErrUnavailable, ErrInvalid.
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
+	c := m.c
+	if err := c.enter(); err != nil {
+		return false, err
+	}
+	defer c.exit()
+	qctx, cancel := c.cmdCtx(ctx)
+	deleted, err := reentrant.ForceUnlock(qctx, c.rc, m.name, c.publish)
+	cancel()
+	if err != nil {
+		return false, errors.Join(masterErr(c.addr, "force unlock", err), ctx.Err())
+	}
+	c.mu.Lock()
+	var lost []*holding
+	for _, hd := range c.holdings {
+		if hd.name == m.name {
+			lost = append(lost, hd)
+		}
+	}
+	c.mu.Unlock()
+	for _, hd := range lost {
+		c.wd.Lose(hd.entry, "force-unlocked by this client")
+	}
+	return deleted, nil
+}
+
+// query runs one read-only command.
+func (m *Mutex) query(ctx context.Context, op string, build func(rueidis.Client) rueidis.Completed, read func(rueidis.RedisResult) error) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	c := m.c
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	qctx, cancel := c.cmdCtx(ctx)
+	defer cancel()
+	res := c.rc.Do(qctx, build(c.rc))
+	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return errors.Join(masterErr(c.addr, op, err), ctx.Err())
+	}
+	if err := read(res); err != nil {
+		return masterErr(c.addr, op, err)
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+// Package pubsub multiplexes every lock channel that one Client's waiters
+// need onto ONE subscription connection per Redis master, and hands each
+// unlock message to exactly one local waiter.
+//
+// A Hub owns that connection. Subscribe adds a Waiter to a channel,
+// subscribing the connection when it is the channel's first waiter and
+// returning only once the server has confirmed the subscription, so a
+// release that happens after Subscribe returns is never missed. Close
+// removes the waiter and unsubscribes when it was the last one.
+//
+// Delivery: the message "0" (one release) wakes ONE waiter of the channel,
+// the one waiting longest that has no wake-up pending; "1" (a read-write
+// unlock) wakes all of them. A wake-up that a waiter leaves without
+// consuming is handed to the next waiter, so none is lost to a waiter that
+// gave up. When the connection breaks, every waiter is woken (a message
+// may have been lost in the gap) and the Hub reconnects and re-subscribes
+// the channels still needed, with backoff, until it is closed.
+//
+// The connection is a rueidis dedicated connection with pub/sub hooks
+// (Dedicate + SetPubSubHooks), chosen over Receive because channels come
+// and go as waiters do and because a broken connection must be observed:
+// Receive re-subscribes silently, so a message lost during the gap would
+// leave its waiter asleep until the lock's lease ran out.
+package pubsub

@@ -1,0 +1,70 @@
+package reentrant
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// Messages published on a lock's channel. Redisson parses them as numbers:
+// nothing else may be published there.
+const (
+	// UnlockMessage is published when a lock is released: it wakes one waiter.
+	UnlockMessage = "0"
+	// ReadUnlockMessage is published by Redisson's read-write lock when every
+	// waiter may proceed: it wakes all of them.
+	ReadUnlockMessage = "1"
+)
+
+// Publish commands for ReleaseArgs and ForceUnlock: which one a deployment
+// uses decides whether waiters listen with SUBSCRIBE or SSUBSCRIBE.
+const (
+	Publish        = "PUBLISH"
+	ShardedPublish = "SPUBLISH"
+)
+
+// PrefixName derives a companion key from a lock name the way Redisson
+// does: "prefix:{name}", or "prefix:name" when the name already holds a
+// '{' (its own hash tag keeps the companion in the lock's cluster slot).
+func PrefixName(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// ChannelName is the pub/sub channel on which a lock's releases are announced.
+func ChannelName(name string) string { return PrefixName("redisson_lock__channel", name) }
+
+// TokenName is the counter key of Redisson's fenced lock for name.
+func TokenName(name string) string { return PrefixName("redisson_lock_token", name) }
+
+// LatchName is the unlock latch key of one release request.
+func LatchName(name, requestID string) string {
+	return PrefixName("redisson_unlock_latch", name) + ":" + requestID
+}
+
+// NewRequestID returns 32 random lowercase hex characters: one per Unlock
+// call, reused by that call's retries.
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error
+	return hex.EncodeToString(b[:])
+}
+
+// NewClientID returns a random version-4 UUID in Redisson's 36-character
+// lowercase form; one per client process connection pool.
+func NewClientID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// Field is the hash field naming one holder: "<client id>:<owner id>".
+func Field(clientID string, owner uint64) string {
+	return clientID + ":" + strconv.FormatUint(owner, 10)
+}

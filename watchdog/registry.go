@@ -1,0 +1,188 @@
+package watchdog
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Config configures a Registry.
+type Config struct {
+	// Lease is the lease every renewal sets. Required.
+	Lease time.Duration
+	// Interval is the time between ticks. Required; less than Lease.
+	Interval time.Duration
+	// OnTick, when set, is called after every tick that had work, from
+	// the loop's goroutine.
+	OnTick func(Tick)
+}
+
+// Tick reports one tick.
+type Tick struct {
+	Start      time.Time
+	Duration   time.Duration
+	Commands   int   // renew commands sent, all in one round trip
+	Renewed    int   // holds the server extended
+	Lost       int   // holds declared lost on this tick
+	Failed     int   // holds whose renewal failed but whose lease may still run
+	Err        error // the first renewal error, if any
+	RoundTrips int   // 1 when anything was sent (2 after a NOSCRIPT), else 0
+}
+
+// LossError says why a lock was lost.
+type LossError struct {
+	Name   string
+	Reason string
+	Err    error // the renewal error behind a lease that ran out, if any
+}
+
+func (e *LossError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Name, e.Reason, e.Err)
+	}
+	return e.Name + ": " + e.Reason
+}
+
+func (e *LossError) Unwrap() error { return e.Err }
+
+// Entry is one lock held by one holder field, tracked by a Registry.
+type Entry struct {
+	name, field string
+	onLost      func(*LossError)
+
+	// guarded by Registry.mu
+	renew    bool
+	lease    time.Duration
+	deadline time.Time // when the lease must have run out, monotonic
+	lastErr  error
+	busy     int // releases in flight: the entry is neither renewed nor declared lost
+	gone     bool
+}
+
+// Registry holds the entries of one Redis master.
+type Registry struct {
+	c   rueidis.Client
+	cfg Config
+
+	mu       sync.Mutex
+	entries  map[string]*Entry // by name + "\x00" + field
+	inflight map[*Entry]bool   // entries of the tick being sent
+	tickDone chan struct{}     // closed when the tick in flight ends
+}
+
+// New returns an empty Registry for the master behind c.
+func New(c rueidis.Client, cfg Config) (*Registry, error) {
+	if cfg.Lease <= 0 || cfg.Interval <= 0 || cfg.Interval >= cfg.Lease {
+		return nil, fmt.Errorf("rlock: watchdog: interval %v must be positive and less than lease %v", cfg.Interval, cfg.Lease)
+	}
+	return &Registry{c: c, cfg: cfg, entries: map[string]*Entry{}}, nil
+}
+
+func key(name, field string) string { return name + "\x00" + field }
+
+// Track starts tracking a lock that was acquired by a request sent at
+// sent, with the given lease. With renew, the watchdog renews it each
+// tick with the Registry's lease; without, it is declared lost when the
+// lease ends. Tracking a (name, field) that is tracked already updates the
+// entry (a re-entry) and returns it: one entry per lock whatever its hold
+// count. onLost is called at most once, from the loop's goroutine.
+func (r *Registry) Track(name, field string, lease time.Duration, renew bool, sent time.Time, onLost func(*LossError)) *Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key(name, field)
+	e := r.entries[k]
+	if e == nil {
+		e = &Entry{name: name, field: field, onLost: onLost}
+		r.entries[k] = e
+	}
+	e.renew = e.renew || renew
+	e.lease = lease
+	if d := sent.Add(lease); d.After(e.deadline) {
+		e.deadline = d
+	}
+	return e
+}
+
+// Begin marks e busy while its holder releases it: ticks neither renew
+// it nor declare it lost. When a tick carrying e is in flight, Begin
+// waits for it to end (bounded by ctx), so no renewal of e reaches the
+// server after the release that follows. Every Begin needs an End.
+func (r *Registry) Begin(ctx context.Context, e *Entry) error {
+	r.mu.Lock()
+	e.busy++
+	for r.inflight[e] {
+		done := r.tickDone
+		r.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			r.End(e)
+			return ctx.Err()
+		}
+		r.mu.Lock()
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// End undoes Begin.
+func (r *Registry) End(e *Entry) {
+	r.mu.Lock()
+	e.busy--
+	r.mu.Unlock()
+}
+
+// Remove stops tracking e. It reports false when e was already gone (lost
+// or removed).
+func (r *Registry) Remove(e *Entry) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removeLocked(e)
+}
+
+func (r *Registry) removeLocked(e *Entry) bool {
+	if e.gone {
+		return false
+	}
+	e.gone = true
+	if r.entries[key(e.name, e.field)] == e {
+		delete(r.entries, key(e.name, e.field))
+	}
+	return true
+}
+
+// Lose declares e lost now with the given reason, as a tick would. It
+// reports false when e was already gone.
+func (r *Registry) Lose(e *Entry, reason string) bool {
+	r.mu.Lock()
+	ok := r.removeLocked(e)
+	r.mu.Unlock()
+	if ok && e.onLost != nil {
+		e.onLost(&LossError{Name: e.name, Reason: reason})
+	}
+	return ok
+}
+
+// Len returns how many locks are tracked.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.entries)
+}
+
+// Run ticks every Interval until ctx ends.
+func (r *Registry) Run(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Tick(ctx)
+		}
+	}
+}
