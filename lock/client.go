@@ -184,7 +184,7 @@ func (c *Client) cmdCtx(ctx context.Context) (context.Context, context.CancelFun
 // Close refuses new calls, ends waits in progress with ErrClosed,
 // releases every lock the Client holds (bounded by ctx), cancels their
 // Held contexts with cause ErrClosed, stops the watchdog and the
-// subscription, and closes the connection if New opened it. A second
+// subscription, deletes the unlock latches it left, and closes the connection if New opened it. A second
 // Close returns ErrClosed.
 //
 // May return ErrClosed, ErrUnavailable (some locks could not be released:
@@ -214,9 +214,6 @@ func (c *Client) Close(ctx context.Context) error {
 		<-waited // calls end promptly: they select on c.done
 	}
 
-	c.stopBg()
-	c.bg.Wait()
-
 	c.mu.Lock()
 	holdings := make([]*holding, 0, len(c.holdings))
 	for _, h := range c.holdings {
@@ -229,6 +226,8 @@ func (c *Client) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	c.stopBg() // the latch cleaner deletes what is queued, then ends
+	c.bg.Wait()
 	c.hub.Close()
 	if c.owned {
 		c.rc.Close()
@@ -261,6 +260,7 @@ func (c *Client) cleanLatches(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			c.flushLatches()
 			return
 		case k := <-c.latches:
 			batch = append(batch[:0], c.rc.B().Del().Key(k).Build())
@@ -277,6 +277,25 @@ func (c *Client) cleanLatches(ctx context.Context) {
 			c.rc.DoMulti(dctx, batch...)
 			cancel()
 		}
+	}
+}
+
+// flushLatches deletes the latches still queued, at Close.
+func (c *Client) flushLatches() {
+	var cmds []rueidis.Completed
+	for {
+		select {
+		case k := <-c.latches:
+			cmds = append(cmds, c.rc.B().Del().Key(k).Build())
+			continue
+		default:
+		}
+		break
+	}
+	if len(cmds) > 0 {
+		ctx, cancel := c.cmdCtx(context.Background())
+		c.rc.DoMulti(ctx, cmds...)
+		cancel()
 	}
 }
 

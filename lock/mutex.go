@@ -281,9 +281,40 @@ func (m *Mutex) attempt(ctx context.Context, field string, o options) (reentrant
 		att, err = reentrant.Acquire(actx, c.rc, m.name, field, lease)
 	}
 	if err != nil {
-		return att, sent, masterErr(c.addr, "acquire", err)
+		err = masterErr(c.addr, "acquire", err)
+		if errors.Is(err, ErrUnavailable) {
+			m.compensate(ctx, field)
+		}
+		return att, sent, err
 	}
 	return att, sent, nil
+}
+
+// compensate undoes an acquire whose reply was lost, when the owner held
+// no hold before it: if the script ran, the field holds exactly that one
+// hold, and a release takes it back; if it did not, the release finds
+// nothing. Best effort, bounded by CommandTimeout: failing that, the hold
+// expires with its lease (nothing renews it).
+func (m *Mutex) compensate(ctx context.Context, field string) {
+	c := m.c
+	c.mu.Lock()
+	_, held := c.holdings[key(m.name, field)]
+	c.mu.Unlock()
+	if held {
+		return // a re-entry's count cannot be told apart: leave it to the lease
+	}
+	r := reentrant.Release{
+		Name: m.name, Field: field, Lease: c.cfg.WatchdogTimeout,
+		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: unlockLatchTTL,
+	}
+	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+	defer cancel()
+	if _, err := r.Run(rctx, c.rc); err == nil {
+		select {
+		case c.latches <- reentrant.LatchName(r.Name, r.RequestID):
+		default:
+		}
+	}
 }
 
 // hold records an acquired hold. When ctx ended (or the Client closed)
