@@ -126,7 +126,7 @@ func (h *Held) Unlock(ctx context.Context) error {
 	start := time.Now()
 	released, err := c.unlock(ctx, h)
 	if c.obs != nil && c.obs.Release != nil {
-		c.obs.Release(ctx, Release{Name: h.h.name, Addr: c.addr, Released: released, HeldFor: start.Sub(h.at), Err: err})
+		c.obs.Release(ctx, Release{Name: h.h.name, Addr: c.addr, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
 	}
 	return err
 }

@@ -97,6 +97,7 @@ type Release struct {
 	Addr     string
 	Released bool          // the last hold went: the lock is free
 	HeldFor  time.Duration // since this hold was acquired
+	Duration time.Duration // the Unlock call, retries included
 	Err      error
 }
 
