@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/rlock-go/rlock/lock"
+)
+
+const demoUsage = `rlock demo [--workers N] [--rounds N] [--seed S]
+
+Needs nothing installed: starts an embedded Redis (miniredis) in this
+process, and runs workers — each its own lock.Client, like separate
+processes — that contend for one lock. Every acquisition takes a fencing
+token, re-enters the lock once through held.Context() (hold count 2),
+works a few milliseconds and releases. It prints a timeline and a summary:
+acquisitions per worker, re-entries, overlaps seen (an in-process count of
+current holders; always 0) and whether the fencing tokens strictly
+increased. Exit 0, or 1 if an invariant broke.`
+
+// Demo bounds.
+const (
+	demoMaxWorkers = 64
+	demoMaxRounds  = 100
+	demoTimeout    = 30 * time.Second // the whole demo, a safety net
+	demoLockWait   = 10 * time.Second // one TryLock
+	demoLockName   = "rlock-demo"
+)
+
+// demoOptions are demo's flags.
+type demoOptions struct {
+	workers int
+	rounds  int
+	seed    uint64
+}
+
+func newDemoFlags(o *demoOptions) *flag.FlagSet {
+	fs := newFlagSet("demo")
+	fs.IntVar(&o.workers, "workers", 4, fmt.Sprintf("workers contending for the lock (1 to %d)", demoMaxWorkers))
+	fs.IntVar(&o.rounds, "rounds", 3, fmt.Sprintf("acquisitions per worker (1 to %d)", demoMaxRounds))
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the work and pause durations (default: from the clock)")
+	return fs
+}
+
+// demoSection is one part of the demo. The single-master section runs
+// today; a RedLock section (five embedded masters, one killed midway)
+// joins demoSections with package multilock, reusing timeline and
+// demoStats.
+type demoSection struct {
+	title string
+	run   func(ctx context.Context, tl *timeline, o demoOptions, st *demoStats) error
+}
+
+var demoSections = []demoSection{
+	{title: "one master: workers contend for lock " + demoLockName, run: singleMasterDemo},
+}
+
+// demoMain is "rlock demo".
+func demoMain(args []string) error {
+	var o demoOptions
+	fs := newDemoFlags(&o)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("demo: unexpected argument %q", fs.Arg(0))
+	case o.workers < 1 || o.workers > demoMaxWorkers:
+		return usagef("demo: --workers %d: want 1 to %d", o.workers, demoMaxWorkers)
+	case o.rounds < 1 || o.rounds > demoMaxRounds:
+		return usagef("demo: --rounds %d: want 1 to %d", o.rounds, demoMaxRounds)
+	}
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
+	defer cancel()
+
+	fmt.Printf("rlock demo: %d workers, %d rounds each, seed %d\n", o.workers, o.rounds, o.seed)
+	var failed []error
+	for _, s := range demoSections {
+		fmt.Printf("\n== %s ==\n", s.title)
+		tl := newTimeline(os.Stdout)
+		st := newDemoStats(o.workers)
+		err := s.run(ctx, tl, o, st)
+		st.print(os.Stdout, time.Since(tl.start))
+		if err == nil {
+			err = st.check()
+		}
+		if err != nil {
+			fmt.Printf("FAILED: %v\n", err)
+			failed = append(failed, fmt.Errorf("demo %s: %w", s.title, err))
+		}
+	}
+	if len(failed) > 0 {
+		return exitWith(exitError, errors.Join(failed...))
+	}
+	return nil
+}
+
+// singleMasterDemo runs the workers against one embedded miniredis.
+func singleMasterDemo(ctx context.Context, tl *timeline, o demoOptions, st *demoStats) error {
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil { // listens on 127.0.0.1, a free port
+		return fmt.Errorf("starting miniredis: %w", err)
+	}
+	defer mr.Close()
+	tl.note("miniredis listening on %s", mr.Addr())
+
+	obs := &lock.Observer{WakeUp: func(_ context.Context, e lock.WakeUp) { st.wakeUp(e.Reason) }}
+	errs := make([]error, o.workers)
+	var wg sync.WaitGroup
+	for w := range o.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = demoWorker(ctx, tl, st, o, w+1, lock.Config{
+				Addrs:       []string{mr.Addr()},
+				AlwaysRESP2: true, // miniredis speaks RESP2 only
+				Observer:    obs,
+			})
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// demoWorker is one worker: its own Client, rounds acquisitions of the
+// lock, each re-entered once.
+func demoWorker(ctx context.Context, tl *timeline, st *demoStats, o demoOptions, w int, cfg lock.Config) (err error) {
+	c, err := lock.New(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("worker %d: %w", w, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, c.Close(cctx))
+	}()
+	m := c.Mutex(demoLockName)
+	rng := rand.New(rand.NewPCG(o.seed, uint64(w)))
+	for range o.rounds {
+		if err := demoRound(ctx, tl, st, m, w, rng); err != nil {
+			return fmt.Errorf("worker %d: %w", w, err)
+		}
+		// Time outside the lock, so that the others get a turn.
+		time.Sleep(time.Duration(1+rng.IntN(4)) * time.Millisecond)
+	}
+	return nil
+}
+
+// demoRound is one acquisition: lock, re-enter, work, release twice.
+func demoRound(ctx context.Context, tl *timeline, st *demoStats, m *lock.Mutex, w int, rng *rand.Rand) error {
+	asked := time.Now()
+	h, err := m.TryLock(ctx, lock.Wait(demoLockWait), lock.Fenced())
+	if err != nil {
+		return err
+	}
+	st.enter(w, h.Fence())
+	tl.event(w, "acquired after %v wait, fence %d", round(time.Since(asked)), h.Fence())
+
+	// Re-entry: the same owner, carried by the held context.
+	h2, err := m.Lock(h.Context(), lock.Fenced())
+	if err != nil {
+		st.leave()
+		return errors.Join(err, h.Unlock(context.WithoutCancel(ctx)))
+	}
+	n, err := m.HoldCount(h2.Context())
+	if err == nil {
+		st.reentered(h2.Fence(), n)
+		tl.event(w, "re-entered through held.Context(): hold count %d, fence %d", n, h2.Fence())
+		// The "work": what the lock protects.
+		time.Sleep(time.Duration(2+rng.IntN(5)) * time.Millisecond)
+	}
+	err = errors.Join(err, h2.Unlock(ctx))
+	n, herr := m.HoldCount(h.Context())
+	err = errors.Join(err, herr)
+	tl.event(w, "released the inner hold (hold count %d), then the lock", n)
+	st.leave() // before the last Unlock: after it, another may hold
+	return errors.Join(err, h.Unlock(ctx))
+}
+
+// timeline prints events with the time since it started.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+func newTimeline(w io.Writer) *timeline { return &timeline{w: w, start: time.Now()} }
+
+func (t *timeline) event(worker int, format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "%s  worker %-2d  %s\n", t.since(), worker, fmt.Sprintf(format, args...))
+}
+
+func (t *timeline) note(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "%s  %s\n", t.since(), fmt.Sprintf(format, args...))
+}
+
+// since renders the time since the start in milliseconds, aligned.
+func (t *timeline) since() string {
+	return fmt.Sprintf("%+9.1fms", float64(time.Since(t.start))/float64(time.Millisecond))
+}
+
+func round(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+
+// demoStats counts what the workers saw. The holder count is in-process:
+// every worker is in this process, so it sees any overlap directly.
+type demoStats struct {
+	holders   atomic.Int64
+	overlaps  atomic.Int64
+	mu        sync.Mutex
+	perWorker []int // acquisitions, by worker-1
+	reentries int
+	badCounts int      // re-entries whose hold count was not 2
+	fences    []uint64 // every token, in the order taken under the lock
+	wakes     map[lock.WakeReason]int
+}
+
+func newDemoStats(workers int) *demoStats {
+	return &demoStats{perWorker: make([]int, workers), wakes: map[lock.WakeReason]int{}}
+}
+
+// enter records an acquisition by worker w with its fence.
+func (s *demoStats) enter(w int, fence uint64) {
+	if s.holders.Add(1) > 1 {
+		s.overlaps.Add(1)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.perWorker[w-1]++
+	s.fences = append(s.fences, fence)
+}
+
+func (s *demoStats) reentered(fence uint64, count int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reentries++
+	if count != 2 {
+		s.badCounts++
+	}
+	s.fences = append(s.fences, fence)
+}
+
+func (s *demoStats) leave() { s.holders.Add(-1) }
+
+func (s *demoStats) wakeUp(r lock.WakeReason) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wakes[r]++
+}
+
+// increasing reports whether the fences strictly increased.
+func (s *demoStats) increasing() bool {
+	for i := 1; i < len(s.fences); i++ {
+		if s.fences[i] <= s.fences[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// check returns an error when an invariant broke.
+func (s *demoStats) check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	if n := s.overlaps.Load(); n > 0 {
+		errs = append(errs, fmt.Errorf("%d overlapping holds", n))
+	}
+	if !s.increasing() {
+		errs = append(errs, errors.New("fencing tokens did not strictly increase"))
+	}
+	if s.badCounts > 0 {
+		errs = append(errs, fmt.Errorf("%d re-entries without hold count 2", s.badCounts))
+	}
+	return errors.Join(errs...)
+}
+
+// print writes the summary.
+func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintln(w, "summary:")
+	total := 0
+	for i, n := range s.perWorker {
+		fmt.Fprintf(w, "  worker %-2d %d acquisitions\n", i+1, n)
+		total += n
+	}
+	fmt.Fprintf(w, "  acquisitions: %d, re-entries: %d (hold count 2: %d)\n", total, s.reentries, s.reentries-s.badCounts)
+	fmt.Fprintf(w, "  overlaps: %d\n", s.overlaps.Load())
+	if len(s.fences) > 0 {
+		verdict := "strictly increasing"
+		if !s.increasing() {
+			verdict = "NOT strictly increasing"
+		}
+		fmt.Fprintf(w, "  fencing tokens: %d taken, %s (%d to %d)\n", len(s.fences), verdict, s.fences[0], s.fences[len(s.fences)-1])
+	}
+	var wakes []string
+	for _, r := range []lock.WakeReason{lock.WakeMessage, lock.WakeTimeout, lock.WakeReconnect} {
+		wakes = append(wakes, fmt.Sprintf("%d by %s", s.wakes[r], r))
+	}
+	fmt.Fprintf(w, "  waiters woken: %s (no polling)\n", strings.Join(wakes, ", "))
+	fmt.Fprintf(w, "  elapsed: %v\n", round(elapsed))
+}

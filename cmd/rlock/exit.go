@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/rlock-go/rlock/lock"
+)
+
+// Exit codes, in one place. Where a code has a meaning in sysexits.h it
+// keeps it; the command's own status passes through unchanged, and a
+// command killed by a signal gives 128+signo, as in a shell.
+const (
+	// exitOK: success (and, for run, a command that exited 0).
+	exitOK = 0
+	// exitError: inspect or demo failed (Redis error, broken invariant).
+	exitError = 1
+	// exitUsage: bad usage — unknown flag, missing or empty name, bad
+	// duration, no command, several addresses (EX_USAGE).
+	exitUsage = 64
+	// exitUnavailable: Redis could not be reached or did not answer
+	// (EX_UNAVAILABLE).
+	exitUnavailable = 69
+	// exitSoftware: an internal error that fits nowhere else
+	// (EX_SOFTWARE).
+	exitSoftware = 70
+	// exitConflict: run did not acquire the lock within --wait
+	// (EX_TEMPFAIL: try again later). --conflict-exit-code changes it.
+	exitConflict = 75
+	// exitLost: run lost the lock while the command ran; the command was
+	// stopped (EX_PROTOCOL, the closest: the lock's contract broke).
+	exitLost = 76
+	// exitAuth: Redis refused the credentials (EX_NOPERM).
+	exitAuth = 77
+	// exitCannotExec: the command exists but could not be started
+	// (as env(1) and timeout(1)).
+	exitCannotExec = 126
+	// exitNotFound: the command was not found (as env(1), timeout(1)).
+	exitNotFound = 127
+	// exitSignalBase + signo: the command died of that signal, or rlock
+	// was interrupted by it while waiting for the lock.
+	exitSignalBase = 128
+)
+
+// exitError is an error that decides rlock's exit status. Its message,
+// if any, is printed on stderr prefixed "rlock: ".
+type exitErr struct {
+	code int
+	err  error // nil: exit silently with code
+}
+
+func (e *exitErr) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitErr) Unwrap() error { return e.err }
+
+// exitWith wraps err so that rlock exits with code.
+func exitWith(code int, err error) error { return &exitErr{code: code, err: err} }
+
+// usagef reports bad usage: exit 64.
+func usagef(format string, args ...any) error {
+	return exitWith(exitUsage, fmt.Errorf(format, args...))
+}
+
+// codeOf maps an error from package lock (or one wrapped by exitWith) to
+// an exit code. conflict is the code for ErrNotAcquired.
+func codeOf(err error, conflict int) int {
+	var ee *exitErr
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, lock.ErrInvalid):
+		return exitUsage
+	case errors.Is(err, lock.ErrAuth):
+		return exitAuth
+	case errors.Is(err, lock.ErrLockLost):
+		return exitLost
+	case errors.Is(err, lock.ErrNotAcquired):
+		return conflict
+	case errors.Is(err, lock.ErrUnavailable):
+		return exitUnavailable
+	}
+	return exitSoftware
+}
+
+// commandStatus is the exit status a shell would report for a command
+// that ended with err from exec.Cmd.Wait: its exit code, or 128+signo
+// when a signal killed it.
+func commandStatus(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return exitSignalBase + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return exitSoftware
+}
+
+// report prints err on w prefixed "rlock: " (unless package lock already
+// prefixed it) and returns the exit code for it.
+func report(w io.Writer, err error, conflict int) int {
+	code := codeOf(err, conflict)
+	var ee *exitErr
+	if errors.As(err, &ee) && ee.err == nil {
+		return code
+	}
+	fmt.Fprintln(w, prefixed(err.Error()))
+	return code
+}
+
+// prefixed renders msg as one line starting with "rlock: ": errors
+// joined by package lock span lines and repeat the prefix.
+func prefixed(msg string) string {
+	const p = "rlock: "
+	msg = strings.ReplaceAll(msg, "\n", ": ")
+	msg = strings.ReplaceAll(msg, p, "")
+	return p + msg
+}

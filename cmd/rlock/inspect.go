@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+const inspectUsage = `rlock inspect [--addr HOST:PORT] [--json] NAME
+
+Shows the lock NAME as Redis holds it: its holders (hash field, hold count,
+and the field split into client id and owner id), its remaining TTL,
+whether it has Redisson's layout (a hash of "<36-char uuid>:<integer>"
+fields with integer hold counts), its unlock channel and how many
+connections are subscribed to it (clients waiting for it), and the fenced
+lock's token when redisson_lock_token:{NAME} exists. It only reads.
+
+Exit codes: 0 (also when the lock is not held), 1 on error, 64 bad usage.`
+
+// inspectOptions are inspect's flags.
+type inspectOptions struct {
+	conn connFlags
+	json bool
+}
+
+func newInspectFlags(o *inspectOptions) *flag.FlagSet {
+	fs := newFlagSet("inspect")
+	o.conn.register(fs)
+	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
+	return fs
+}
+
+// lockInfo is what inspect reports; its JSON form is --json's output.
+type lockInfo struct {
+	Name   string `json:"name"`
+	Addr   string `json:"addr"`
+	Locked bool   `json:"locked"`
+	// Type is the key's Redis type: "hash" for a lock, "none" if absent.
+	Type string `json:"type"`
+	// Redisson reports Redisson's RLock layout: a hash whose fields are
+	// "<36-char uuid>:<integer>" with integer values.
+	Redisson bool `json:"redisson_layout"`
+	// TTLMillis is the remaining lease in ms; -1 when the key has no
+	// expiry, -2 when it does not exist (Redis's PTTL).
+	TTLMillis int64    `json:"ttl_ms"`
+	Holders   []holder `json:"holders"`
+	Channel   string   `json:"channel"`
+	// Subscribers is PUBSUB NUMSUB of the channel: connections waiting
+	// for the lock (rlock and Redisson share one per client).
+	Subscribers int64 `json:"subscribers"`
+	// ShardSubscribers is PUBSUB SHARDNUMSUB; null when the server has no
+	// sharded pub/sub (Redis < 7).
+	ShardSubscribers *int64 `json:"shard_subscribers"`
+	TokenKey         string `json:"token_key"`
+	// FenceToken is the fenced lock's last token; null when the token key
+	// does not exist.
+	FenceToken *int64 `json:"fence_token"`
+}
+
+// holder is one field of the lock hash.
+type holder struct {
+	Field    string `json:"field"`
+	ClientID string `json:"client_id"`
+	OwnerID  string `json:"owner_id"`
+	Count    int64  `json:"count"`
+	// Value is the raw value when it is not an integer (not a lock).
+	Value string `json:"value,omitempty"`
+}
+
+// redissonField matches Redisson's holder field: a UUID, ':', an integer.
+var redissonField = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:-?[0-9]+$`)
+
+// inspectMain is "rlock inspect".
+func inspectMain(args []string) error {
+	var o inspectOptions
+	fs := newInspectFlags(&o)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0 || pos[0] == "":
+		return usagef("inspect: give the lock NAME")
+	case len(pos) > 1:
+		return usagef("inspect: one lock NAME, got %d arguments", len(pos))
+	}
+	addrs, err := o.conn.addrs()
+	if err != nil {
+		return err
+	}
+	if len(addrs) > 1 {
+		return usagef("inspect: one --addr at a time (inspect each master of a RedLock separately)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout+5*time.Second)
+	defer cancel()
+	info, err := inspect(ctx, o.conn, addrs[0], pos[0])
+	if err != nil {
+		return exitWith(exitError, err)
+	}
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}
+	printInfo(os.Stdout, info)
+	return nil
+}
+
+// inspect reads everything about the lock name in one round trip.
+func inspect(ctx context.Context, conn connFlags, addr, name string) (*lockInfo, error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{addr},
+		Username:          conn.username,
+		Password:          conn.password,
+		TLSConfig:         conn.tlsConfig(addr),
+		ForceSingleClient: true,
+		DisableCache:      true,
+		Dialer:            net.Dialer{Timeout: dialTimeout},
+		ConnWriteTimeout:  dialTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	defer rc.Close()
+
+	info := &lockInfo{
+		Name: name, Addr: addr, Holders: []holder{},
+		Channel: reentrant.ChannelName(name), TokenKey: reentrant.TokenName(name),
+	}
+	b := rc.B()
+	res := rc.DoMulti(ctx,
+		b.Type().Key(name).Build(),
+		b.Pttl().Key(name).Build(),
+		b.Hgetall().Key(name).Build(),
+		b.Get().Key(info.TokenKey).Build(),
+		b.PubsubNumsub().Channel(info.Channel).Build(),
+		b.PubsubShardnumsub().Channel(info.Channel).Build(),
+	)
+	if info.Type, err = res[0].ToString(); err != nil {
+		return nil, fmt.Errorf("TYPE %s on %s: %w", name, addr, err)
+	}
+	if info.TTLMillis, err = res[1].AsInt64(); err != nil {
+		return nil, fmt.Errorf("PTTL %s on %s: %w", name, addr, err)
+	}
+	if info.Type == "hash" {
+		fields, err := res[2].AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("HGETALL %s on %s: %w", name, addr, err)
+		}
+		info.Locked = len(fields) > 0
+		info.Holders, info.Redisson = holders(fields)
+	}
+	if s, err := res[3].ToString(); err == nil {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			info.FenceToken = &n
+		}
+	} else if !rueidis.IsRedisNil(err) {
+		if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
+			return nil, fmt.Errorf("GET %s on %s: %w", info.TokenKey, addr, err)
+		}
+		// WRONGTYPE: not a token counter; reported as absent.
+	}
+	if n, err := numsub(res[4], info.Channel); err != nil {
+		return nil, fmt.Errorf("PUBSUB NUMSUB on %s: %w", addr, err)
+	} else {
+		info.Subscribers = n
+	}
+	if n, err := numsub(res[5], info.Channel); err == nil {
+		info.ShardSubscribers = &n
+	} else if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
+		return nil, fmt.Errorf("PUBSUB SHARDNUMSUB on %s: %w", addr, err)
+	} // else: unknown subcommand, Redis < 7
+	return info, nil
+}
+
+// holders parses the lock hash; ok reports Redisson's layout.
+func holders(fields map[string]string) (hs []holder, ok bool) {
+	ok = len(fields) > 0
+	hs = make([]holder, 0, len(fields))
+	for f, v := range fields {
+		h := holder{Field: f}
+		if len(f) > 36 && f[36] == ':' {
+			h.ClientID, h.OwnerID = f[:36], f[37:]
+		} else if i := strings.LastIndexByte(f, ':'); i >= 0 {
+			h.ClientID, h.OwnerID = f[:i], f[i+1:]
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			h.Value = v
+			ok = false
+		}
+		h.Count = n
+		if !redissonField.MatchString(f) {
+			ok = false
+		}
+		hs = append(hs, h)
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].Field < hs[j].Field })
+	return hs, ok
+}
+
+// numsub reads the count of channel from a PUBSUB (SHARD)NUMSUB reply:
+// [channel, count].
+func numsub(r rueidis.RedisResult, channel string) (int64, error) {
+	vals, err := r.ToArray()
+	if err != nil {
+		return 0, err
+	}
+	if len(vals) != 2 {
+		return 0, errors.New("unexpected reply")
+	}
+	if ch, err := vals[0].ToString(); err != nil || ch != channel {
+		return 0, errors.New("unexpected reply")
+	}
+	return vals[1].AsInt64()
+}
+
+// printInfo prints info as text.
+func printInfo(w io.Writer, info *lockInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	switch {
+	case info.Locked:
+		fmt.Fprintf(tw, "lock %q on %s: locked\n", info.Name, info.Addr)
+	case info.Type == "none":
+		fmt.Fprintf(tw, "lock %q on %s: not locked\n", info.Name, info.Addr)
+	default:
+		fmt.Fprintf(tw, "lock %q on %s: not a lock: the key is a %s\n", info.Name, info.Addr, info.Type)
+	}
+	if info.Locked {
+		layout := "not Redisson's (fields are not \"<uuid>:<integer>\" with integer counts)"
+		if info.Redisson {
+			layout = "Redisson RLock (hash of \"<client uuid>:<owner id>\" -> hold count)"
+		}
+		fmt.Fprintf(tw, "  layout:\t%s\n", layout)
+		fmt.Fprintf(tw, "  ttl:\t%s\n", ttlString(info.TTLMillis))
+		fmt.Fprintf(tw, "  holders:\t%d\n", len(info.Holders))
+		for _, h := range info.Holders {
+			count := strconv.FormatInt(h.Count, 10)
+			if h.Value != "" {
+				count = strconv.Quote(h.Value)
+			}
+			fmt.Fprintf(tw, "    holder:\tclient %s  owner %s  hold count %s\n", orDash(h.ClientID), orDash(h.OwnerID), count)
+			fmt.Fprintf(tw, "    \tfield %s\n", h.Field)
+		}
+	}
+	fmt.Fprintf(tw, "  channel:\t%s\n", info.Channel)
+	shard := "n/a (Redis < 7)"
+	if info.ShardSubscribers != nil {
+		shard = strconv.FormatInt(*info.ShardSubscribers, 10)
+	}
+	fmt.Fprintf(tw, "  waiting:\t%d subscribed connections (PUBSUB NUMSUB), %s sharded (SHARDNUMSUB)\n", info.Subscribers, shard)
+	if info.FenceToken != nil {
+		fmt.Fprintf(tw, "  fence token:\t%d (%s)\n", *info.FenceToken, info.TokenKey)
+	} else {
+		fmt.Fprintf(tw, "  fence token:\tnone (%s does not exist)\n", info.TokenKey)
+	}
+}
+
+func ttlString(ms int64) string {
+	switch ms {
+	case -1:
+		return "none (the key never expires)"
+	case -2:
+		return "none (no key)"
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/rlock-go/rlock/lock"
+)
+
+// version is set at link time: go build -ldflags "-X main.version=v1.2.3".
+// Without it, the module version from the build info is shown.
+var version = ""
+
+// command is one subcommand of rlock.
+type command struct {
+	name    string
+	summary string
+	usage   string // the synopsis, then a blank line and details
+	run     func(args []string) error
+	flags   func() *flag.FlagSet // the subcommand's flags, for its help
+}
+
+// commands lists the subcommands in the order help shows them. It is
+// filled by init, since the help command refers to it.
+var commands []*command
+
+func init() {
+	commands = []*command{
+		{name: "run", summary: "hold a lock while a command runs", usage: runUsage, run: runMain, flags: func() *flag.FlagSet { return newRunFlags(new(runOptions)) }},
+		{name: "inspect", summary: "show who holds a lock, its TTL and waiters", usage: inspectUsage, run: inspectMain, flags: func() *flag.FlagSet { return newInspectFlags(new(inspectOptions)) }},
+		{name: "demo", summary: "watch workers contend for a lock on an embedded Redis", usage: demoUsage, run: demoMain, flags: func() *flag.FlagSet { return newDemoFlags(new(demoOptions)) }},
+		{name: "help", summary: "show help for rlock or one command", usage: "rlock help [COMMAND]", run: helpMain},
+		{name: "version", summary: "print rlock's version", usage: "rlock version", run: versionMain},
+	}
+}
+
+func main() {
+	os.Exit(rlockMain(os.Args[1:]))
+}
+
+// rlockMain dispatches to a subcommand and returns the exit status.
+func rlockMain(args []string) int {
+	if len(args) == 0 {
+		printUsage(os.Stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	case "-version", "--version":
+		name = "version"
+	}
+	cmd := lookup(name)
+	if cmd == nil {
+		fmt.Fprintf(os.Stderr, "rlock: unknown command %q\n\n", args[0])
+		printUsage(os.Stderr)
+		return exitUsage
+	}
+	err := cmd.run(args[1:])
+	if err == nil {
+		return exitOK
+	}
+	code := report(os.Stderr, err, exitConflict)
+	var ee *exitErr
+	if code == exitUsage && errors.As(err, &ee) && ee.err != nil {
+		syn, _, _ := strings.Cut(cmd.usage, "\n\n")
+		fmt.Fprintf(os.Stderr, "usage: %s\nRun \"rlock help %s\" for details.\n", syn, cmd.name)
+	}
+	return code
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// printUsage prints rlock's synopsis and its commands.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `rlock: distributed reentrant locks on Redis, compatible with Redisson's RLock
+
+Usage:
+  rlock COMMAND [FLAGS] [ARGS]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Run "rlock help COMMAND" for a command's flags and exit codes.
+`)
+}
+
+// printCommandUsage prints one command's synopsis, details and flags.
+func printCommandUsage(w io.Writer, c *command) {
+	fmt.Fprintln(w, "Usage:")
+	syn, details, _ := strings.Cut(c.usage, "\n\n")
+	fmt.Fprintln(w, "  "+syn)
+	if c.flags != nil {
+		fmt.Fprintln(w, "\nFlags:")
+		fs := c.flags()
+		var b bytes.Buffer
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fmt.Fprint(w, b.String())
+	}
+	if details != "" {
+		fmt.Fprintln(w)
+		fmt.Fprint(w, details)
+		if !strings.HasSuffix(details, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func helpMain(args []string) error {
+	switch len(args) {
+	case 0:
+		printUsage(os.Stdout)
+		return nil
+	case 1:
+		c := lookup(args[0])
+		if c == nil {
+			return usagef("help: unknown command %q", args[0])
+		}
+		printCommandUsage(os.Stdout, c)
+		return nil
+	}
+	return usagef("help takes at most one command")
+}
+
+func versionMain(args []string) error {
+	if len(args) > 0 {
+		return usagef("version takes no arguments")
+	}
+	fmt.Printf("rlock %s (%s, %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}
+
+// versionString is the -X main.version value, else the module version and
+// VCS revision from the build info, else "devel".
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += "+" + s.Value[:12]
+		}
+	}
+	return v
+}
+
+// newFlagSet returns a FlagSet that reports errors instead of exiting or
+// printing: parse turns them into usage errors.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("rlock "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parse parses args into fs; a bad flag or value is a usage error (64),
+// -h/--help prints the command's help and exits 0.
+func parse(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		name := strings.TrimPrefix(fs.Name(), "rlock ")
+		printCommandUsage(os.Stdout, lookup(name))
+		return exitWith(exitOK, nil)
+	}
+	return usagef("%v", err)
+}
+
+// parseInterspersed parses flags that may come after positional
+// arguments too ("rlock inspect NAME --json"), and returns the positional
+// ones. "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag.Parse stops at the first positional argument, or after
+		// "--": then everything left is positional.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// dialTimeout bounds connecting to Redis, so that an unreachable address
+// fails in seconds (exit 69) instead of hanging.
+const dialTimeout = 3 * time.Second
+
+// Environment variables read by run and inspect.
+const (
+	envAddr     = "RLOCK_ADDR"     // default --addr
+	envPassword = "RLOCK_PASSWORD" // default --password (keeps it out of ps)
+)
+
+// connFlags are the flags that say how to reach Redis, shared by run and
+// inspect.
+type connFlags struct {
+	addr     string
+	username string
+	password string
+	tls      bool
+}
+
+// register adds the connection flags to fs, with defaults from the
+// environment.
+func (c *connFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", envOr(envAddr, lock.DefaultAddr),
+		"Redis master `host:port`; $"+envAddr+" sets the default")
+	fs.StringVar(&c.username, "username", "", "ACL `user` (default: the default user)")
+	// The default comes from the environment after parsing (see addrs),
+	// so that help never prints it.
+	fs.StringVar(&c.password, "password", "",
+		"`password`; default $"+envPassword+", which, unlike the flag, ps does not show")
+	fs.BoolVar(&c.tls, "tls", false, "connect with TLS, verifying the server's certificate")
+}
+
+// addrs returns the comma-separated addresses of --addr, each checked to
+// be host:port. Several addresses mean several independent masters
+// (RedLock); the caller decides whether it supports them.
+//
+// It also applies $RLOCK_PASSWORD when --password was not given; call it
+// after parsing.
+func (c *connFlags) addrs() ([]string, error) {
+	if c.password == "" {
+		c.password = os.Getenv(envPassword)
+	}
+	if strings.TrimSpace(c.addr) == "" {
+		return nil, usagef("--addr is empty")
+	}
+	parts := strings.Split(c.addr, ",")
+	out := make([]string, 0, len(parts))
+	for _, a := range parts {
+		a = strings.TrimSpace(a)
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return nil, usagef("--addr %q: want host:port", a)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// tlsConfig returns the TLS configuration for addr, or nil without --tls.
+func (c *connFlags) tlsConfig(addr string) *tls.Config {
+	if !c.tls {
+		return nil
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	return &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+}
+
+// lockConfig is the lock.Config for one master at addr.
+func (c *connFlags) lockConfig(addr string) lock.Config {
+	return lock.Config{
+		Addrs:       []string{addr},
+		Username:    c.username,
+		Password:    c.password,
+		TLS:         c.tlsConfig(addr),
+		DialTimeout: dialTimeout,
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
