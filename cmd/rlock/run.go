@@ -260,6 +260,7 @@ func (r *runner) supervise(lk locker) error {
 	cmd.Env = append(os.Environ(),
 		envName+"="+r.o.name,
 		envFence+"="+strconv.FormatUint(lk.Fence(), 10))
+	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		code := exitCannotExec
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
