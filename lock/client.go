@@ -256,14 +256,16 @@ func (c *Client) releaseAll(ctx context.Context, h *holding) error {
 // cleanLatches deletes answered unlock latches in batches, off the
 // Unlock path (they also expire by themselves).
 func (c *Client) cleanLatches(ctx context.Context) {
-	batch := make([]rueidis.Completed, 0, 64)
 	for {
 		select {
 		case <-ctx.Done():
 			c.flushLatches()
 			return
 		case k := <-c.latches:
-			batch = append(batch[:0], c.rc.B().Del().Key(k).Build())
+			// A new slice each time: rueidis's writer may still read the
+			// last one after DoMulti returned.
+			batch := make([]rueidis.Completed, 1, 64)
+			batch[0] = c.rc.B().Del().Key(k).Build()
 		more:
 			for len(batch) < cap(batch) {
 				select {
