@@ -126,7 +126,7 @@ func (h *Held) Unlock(ctx context.Context) error {
 	start := time.Now()
 	released, err := c.unlock(ctx, h)
 	if c.obs != nil && c.obs.Release != nil {
-		c.obs.Release(ctx, Release{Name: h.h.name, Addr: c.addr, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
+		c.obs.Release(ctx, Release{Name: h.h.name, Addr: c.addr, Owner: h.owner, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
 	}
 	return err
 }
@@ -260,6 +260,6 @@ func (c *Client) onLost(hd *holding, le *watchdog.LossError) {
 		h.finish(lost)
 	}
 	if c.obs != nil && c.obs.Loss != nil && len(helds) > 0 {
-		c.obs.Loss(helds[0].ctx, Loss{Name: hd.name, Addr: c.addr, HeldFor: time.Since(hd.since), Err: lost})
+		c.obs.Loss(helds[0].ctx, Loss{Name: hd.name, Addr: c.addr, Owner: helds[0].owner, HeldFor: time.Since(hd.since), Err: lost})
 	}
 }

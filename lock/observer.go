@@ -95,6 +95,7 @@ type Renew struct {
 type Release struct {
 	Name     string
 	Addr     string
+	Owner    uint64        // the hold's owner (AcquireStart.Owner)
 	Released bool          // the last hold went: the lock is free
 	HeldFor  time.Duration // since this hold was acquired
 	Duration time.Duration // the Unlock call, retries included
@@ -105,6 +106,7 @@ type Release struct {
 type Loss struct {
 	Name    string
 	Addr    string
+	Owner   uint64        // the lost holds' owner (AcquireStart.Owner)
 	HeldFor time.Duration // since the lock's first hold was acquired
 	Err     *LostError
 }
