@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian machine or a developer's:
+# installs Debian's redis-server (and faketime, for clock faults) when
+# missing, builds the local Redis image for the Docker backend when Docker
+# is there, then vets, checks formatting and runs every test with -race.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ -n "$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null)" ] || need+=(faketime)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "test.sh: installing ${need[*]} from Debian"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# A packaged redis-server may start as a service; the tests start their own.
+
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && [ -x integration/docker/build-image.sh ]; then
+  integration/docker/build-image.sh
+fi
+
+echo "test.sh: go vet"
+go vet ./...
+echo "test.sh: gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt needed: $unformatted"
+  exit 1
+fi
+echo "test.sh: go test -race ./..."
+go test -race -count=1 -timeout 40m ./...
+if [ -f bench/go.mod ]; then
+  echo "test.sh: bench -quick"
+  (cd bench && go run . -quick)
+fi
