@@ -1,0 +1,122 @@
+package multilock
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/pubsub"
+)
+
+// Waiting between rounds.
+//
+// A call that must retry subscribes to every master's unlock channel
+// (lock.Mutex.Watch, over the subscription connection each Client already
+// has) once, after its first failed round and before its second, so that
+// no release after that round goes unnoticed. It then sleeps after each
+// failed round until whichever comes first:
+//
+//   - an unlock message (or a reconnect of the subscription) on any
+//     master: a holder released somewhere, so the quorum may be in reach;
+//   - when holders of other owners refused on so many masters that the
+//     quorum was out of reach, the longest of their remaining leases: a
+//     holder that died without releasing is gone by then;
+//   - otherwise (a split vote between contenders, masters that failed or
+//     were slow, a round whose validity ran out) a random delay,
+//     exponential from 20ms to 1s with ±50% jitter, so that contenders
+//     that collided do not collide again;
+//   - the end of ctx or of TryLock's wait.
+//
+// It never polls a lock that is held: only a message or the holder's
+// lease ends that sleep.
+
+// watches are a call's places among the waiters of the masters' unlock
+// channels; a master whose subscription failed has none (its releases
+// then end no sleep, the timers still do).
+type watches struct {
+	l  *Lock
+	ws []*lock.Watch
+}
+
+// watch subscribes on every master in parallel, each bounded by timeout.
+func (l *Lock) watch(ctx context.Context, timeout time.Duration) *watches {
+	w := &watches{l: l, ws: make([]*lock.Watch, len(l.ms))}
+	var wg sync.WaitGroup
+	for i, m := range l.ms {
+		wg.Go(func() {
+			wctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if x, err := m.Watch(wctx); err == nil {
+				w.ws[i] = x
+			}
+		})
+	}
+	wg.Wait()
+	return w
+}
+
+// close leaves every channel; an unconsumed wake-up passes to another
+// waiter of this process.
+func (w *watches) close() {
+	if w == nil {
+		return
+	}
+	for _, x := range w.ws {
+		if x != nil {
+			x.Close()
+		}
+	}
+}
+
+// drain drops a pending wake-up of the masters where the call just
+// released its own grants: most likely the message of that release.
+// (Best effort: the message may come later, and then ends the next sleep
+// early; the next round is then one unneeded attempt.)
+func (w *watches) drain(masters []int) {
+	for _, i := range masters {
+		if x := w.ws[i]; x != nil {
+			select {
+			case <-x.C():
+			default:
+			}
+		}
+	}
+}
+
+// sleep waits up to d for a wake-up of any master. reason says what the
+// end of d means. It returns ctx's error when ctx ended first.
+func (w *watches) sleep(ctx context.Context, o *options, d time.Duration, reason lock.WakeReason) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	cases := make([]reflect.SelectCase, 2, 2+len(w.ws))
+	cases[0] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
+	cases[1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)}
+	idx := make([]int, 0, len(w.ws))
+	for i, x := range w.ws {
+		if x != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(x.C())})
+			idx = append(idx, i)
+		}
+	}
+	start := time.Now()
+	chosen, v, _ := reflect.Select(cases)
+	e := WakeUp{Reason: reason, Slept: time.Since(start)}
+	switch chosen {
+	case 0:
+		return ctx.Err()
+	case 1:
+	default:
+		i := idx[chosen-2]
+		e.Addr = w.l.addrs[i]
+		e.Reason = lock.WakeMessage
+		if r, _ := v.Interface().(pubsub.Reason); r == pubsub.Reconnect {
+			e.Reason = lock.WakeReconnect
+		}
+	}
+	if o.obs != nil && o.obs.WakeUp != nil {
+		o.obs.WakeUp(ctx, e)
+	}
+	return nil
+}
