@@ -32,6 +32,10 @@ type locker interface {
 	// Fence returns the fencing token of the acquisition: it strictly
 	// increases across acquisitions of the name.
 	Fence() uint64
+	// Deadline returns when the lock expires by itself (taken with a
+	// lease; for a RedLock, the end of its validity), or the zero time
+	// when it is renewed until Unlock.
+	Deadline() time.Time
 	// Unlock releases the lock. It returns an error matching
 	// lock.ErrLockLost when the lock had been lost before.
 	Unlock(ctx context.Context) error
@@ -86,6 +90,7 @@ type singleLocker struct {
 	c        *lock.Client
 	m        *lock.Mutex
 	held     *lock.Held
+	lease    time.Duration
 	unlocked bool
 }
 
@@ -98,8 +103,17 @@ func (s *singleLocker) Lock(ctx context.Context, o lockOptions) error {
 	if err != nil {
 		return err
 	}
-	s.held = h
+	s.held, s.lease = h, o.lease
 	return nil
+}
+
+func (s *singleLocker) Deadline() time.Time {
+	if s.held == nil || s.lease == 0 {
+		return time.Time{}
+	}
+	// AcquiredAt is when the acquire was sent: the lease runs from no
+	// later than that in Redis, so this deadline is never late.
+	return s.held.AcquiredAt().Add(s.lease)
 }
 
 func (s *singleLocker) Done() <-chan struct{} {

@@ -276,6 +276,14 @@ func (r *runner) supervise(lk locker) error {
 	go func() { waitc <- cmd.Wait() }()
 
 	done := lk.Done()
+	// With --lease, the lock ends at its deadline: the watchdog would
+	// notice only at its next tick, up to a third of its timeout later.
+	var expired <-chan time.Time
+	if dl := lk.Deadline(); !dl.IsZero() {
+		t := time.NewTimer(time.Until(dl))
+		defer t.Stop()
+		expired = t.C
+	}
 	var lost error
 	var kill <-chan time.Time
 	for {
@@ -283,28 +291,29 @@ func (r *runner) supervise(lk locker) error {
 		case s := <-r.sigc:
 			// Fails only when the command has exited; waitc then reports it.
 			_ = cmd.Process.Signal(s)
-
-		case <-done:
-			done = nil
-			lost = lk.Lost()
-			if lost == nil {
-				lost = fmt.Errorf("%w: lock %q ended while the command ran", lock.ErrLockLost, r.o.name)
-			}
-			fmt.Fprintln(os.Stderr, prefixed(lost.Error()))
-			fmt.Fprintln(os.Stderr, prefixed(fmt.Sprintf("stopping %s: SIGTERM now, SIGKILL in %v", r.argv[0], r.o.grace)))
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			t := time.NewTimer(r.o.grace)
-			defer t.Stop()
-			kill = t.C
-
+			continue
+		case werr := <-waitc:
+			return r.finish(lk, werr, lost)
 		case <-kill:
 			kill = nil
 			fmt.Fprintln(os.Stderr, prefixed(fmt.Sprintf("%s still running %v after SIGTERM: SIGKILL", r.argv[0], r.o.grace)))
 			_ = cmd.Process.Kill()
-
-		case werr := <-waitc:
-			return r.finish(lk, werr, lost)
+			continue
+		case <-done:
+			if lost = lk.Lost(); lost == nil {
+				lost = fmt.Errorf("%w: lock %q ended while the command ran", lock.ErrLockLost, r.o.name)
+			}
+		case <-expired:
+			lost = fmt.Errorf("%w: lock %q: its --lease of %v ran out while the command ran", lock.ErrLockLost, r.o.name, r.o.lease)
 		}
+		// The lock is gone: stop the command, once.
+		done, expired = nil, nil
+		fmt.Fprintln(os.Stderr, prefixed(lost.Error()))
+		fmt.Fprintln(os.Stderr, prefixed(fmt.Sprintf("stopping %s: SIGTERM now, SIGKILL in %v", r.argv[0], r.o.grace)))
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		t := time.NewTimer(r.o.grace)
+		defer t.Stop() // runs once: done and expired are nil from now on
+		kill = t.C
 	}
 }
 
