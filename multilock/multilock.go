@@ -208,7 +208,7 @@ type QuorumError struct {
 func (e *QuorumError) Error() string {
 	s := fmt.Sprintf("rlock: %s %q: quorum not reached: %d of %d masters granted, %d needed, after %d rounds",
 		e.Kind, e.Name, e.Granted, e.Masters, e.Needed, e.Rounds)
-	if e.Granted >= e.Needed {
+	if e.Granted >= e.Needed && e.Validity <= 0 {
 		s += fmt.Sprintf("; validity %v left, not positive", e.Validity)
 	}
 	for _, err := range e.Errs {

@@ -141,6 +141,9 @@ func (l *Lock) options(blocking bool, opts []Option) (*options, error) {
 		return nil, invalidf("per-master timeout %v is not shorter than the lease %v", o.perMaster, o.validityLease)
 	}
 	o.drift = time.Duration(float64(o.validityLease)*o.driftFactor) + o.driftFixed
+	if o.drift >= o.validityLease {
+		return nil, invalidf("drift %v leaves no validity of the lease %v", o.drift, o.validityLease)
+	}
 	if o.lease != 0 {
 		o.mopts = append(o.mopts, lock.Lease(o.lease))
 	}

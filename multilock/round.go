@@ -96,10 +96,10 @@ func (o outcome) quorumError(l *Lock, rounds int) *QuorumError {
 }
 
 // round makes one attempt on every master in parallel and waits for the
-// answers until all came, the per-master timeout or ctx ends. It succeeds when a quorum granted and validity
-// (lease − elapsed − drift) is still positive; otherwise it releases
-// every grant, because an answer lost after the write would leave a hold
-// nobody knows of.
+// answers until all came, the per-master timeout or ctx ends. It succeeds
+// when a quorum granted and validity (lease − elapsed − drift) is still
+// positive; otherwise it releases every grant, because an answer lost
+// after the write would leave a hold nobody knows of.
 func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 	l, o := c.l, c.o
 	n := len(l.ms)
