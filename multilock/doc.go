@@ -59,10 +59,12 @@
 //
 // # Background work
 //
-// A call starts one short-lived goroutine per master and round. A
-// master's answer that comes after its round decided, or a release slower
-// than the round waits, finishes in the background: bounded by that
-// Client's CommandTimeout (an attempt) or by twice the lease (a release
-// to an unreachable master, which has expired the lock by then), and each
-// undoes what it did. Closing the Clients ends them.
+// A call starts one short-lived goroutine per master and round, and
+// waits for it up to the per-master timeout. One that takes longer — an
+// attempt on a stopped master, a release slower than the round waits —
+// finishes in the background and undoes what it did: an attempt is
+// bounded by its Client's CommandTimeout (twice, with package lock's
+// compensating release) and gives back a late grant; a release retries
+// until it succeeds or that master's watchdog declares the hold lost (at
+// most twice the lease). A Client's Close waits for those on its master.
 package multilock
