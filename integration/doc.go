@@ -1,0 +1,31 @@
+// Package integration starts real Redis servers for tests and injects faults
+// into them: kill, restart on the same port (with or without data), pause
+// (SIGSTOP), network partition and a fast or slow server clock.
+//
+// Each [Server] is a redis-server process in its own temporary directory,
+// bound to 127.0.0.1 only, fronted by a loopback TCP proxy that the Server
+// owns. Clients under test connect to [Server.Addr] (the proxy) so that
+// [Server.Partition] can cut them off; administrative code and benchmarks may
+// use [Server.DirectAddr], which no fault except Kill and Pause affects.
+//
+// Tests use [Redis] and [Masters], which register Close with tb.Cleanup and
+// skip when the backend cannot run on this machine. Set RLOCK_REQUIRE to a
+// comma-separated list of backends ("process,docker") to turn those skips
+// into failures, for CI machines that must run everything. Code without a
+// testing.TB uses [StartRedis] and [StartMasters] and must call
+// [Server.Close].
+//
+// A server process never outlives the test binary: it is started with
+// Pdeathsig=SIGKILL, so the kernel kills it when the thread that started it
+// exits, even when the binary itself is killed. (Go only ends an OS thread
+// when a goroutine exits while locked to it with runtime.LockOSThread; a test
+// that does so may lose a server early.)
+//
+// The package imports no other package of this module and only the standard
+// library, so every package of the module may use it in its tests.
+//
+// What the package does not do: it does not emulate latency or packet loss,
+// it does not run Redis Cluster or Sentinel, and every wait is bounded (by the
+// caller's context or, when that has no deadline, by a default of
+// [DefaultTimeout]) rather than retried forever.
+package integration

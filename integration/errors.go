@@ -1,0 +1,76 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+var (
+	// ErrBackendUnavailable is returned by StartRedis and StartMasters when
+	// the chosen backend cannot run on this machine: redis-server is not on
+	// PATH, Docker is not reachable, or libfaketime is missing for a
+	// ClockRate. Redis and Masters skip the test on it unless RLOCK_REQUIRE
+	// names the backend.
+	ErrBackendUnavailable = errors.New("rlock: integration backend unavailable")
+
+	// ErrNotRunning is returned by Kill, Pause and Resume when the server
+	// is not running, that is after Kill and before Restart.
+	ErrNotRunning = errors.New("rlock: redis server is not running")
+
+	// ErrClosed is returned by every method of a Server after Close.
+	ErrClosed = errors.New("rlock: redis server is closed")
+
+	// ErrNoClock is returned by SetClockRate when the server was started
+	// without Options.ClockRate, or when its backend cannot fake the clock,
+	// and by StartRedis when a ClockRate is asked of such a backend.
+	ErrNoClock = errors.New("rlock: redis server has no fake clock")
+)
+
+// unavailableError says why one backend cannot run. It matches
+// ErrBackendUnavailable with errors.Is and names the backend so that Redis
+// can compare it with RLOCK_REQUIRE.
+type unavailableError struct {
+	backend Backend
+	reason  error
+}
+
+func unavailable(b Backend, format string, args ...any) error {
+	return &unavailableError{backend: b, reason: fmt.Errorf(format, args...)}
+}
+
+func (e *unavailableError) Error() string {
+	return fmt.Sprintf("%v: %s: %v", ErrBackendUnavailable, e.backend, e.reason)
+}
+
+func (e *unavailableError) Unwrap() []error { return []error{ErrBackendUnavailable, e.reason} }
+
+// unavailableBackends lists every backend that err reports as unavailable.
+func unavailableBackends(err error) []Backend {
+	var out []Backend
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *unavailableError:
+			out = append(out, e.backend)
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// logTail returns the last lines of a server log for an error message.
+func logTail(log []byte, lines int) string {
+	s := strings.TrimRight(string(log), "\n")
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,342 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// redisServerBin is the executable the process backend runs.
+const redisServerBin = "redis-server"
+
+// portAttempts bounds how often a first start retries on a fresh port when
+// another process took the chosen one in the meantime.
+const portAttempts = 5
+
+func processAvailable() error {
+	if _, err := exec.LookPath(redisServerBin); err != nil {
+		return unavailable(BackendProcess, "%s not on PATH: %w", redisServerBin, err)
+	}
+	return nil
+}
+
+// process runs redis-server as a child of the test binary, in root/data,
+// logging to root/redis.log.
+type process struct {
+	opts  Options
+	bin   string
+	root  string
+	data  string
+	log   string
+	port  int
+	clock *fakeClock // nil without ClockRate
+
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait has returned
+	paused bool
+}
+
+// newProcess creates the directory and starts the server on a free port.
+func newProcess(ctx context.Context, opts Options) (*process, error) {
+	bin, err := exec.LookPath(redisServerBin)
+	if err != nil {
+		return nil, unavailable(BackendProcess, "%s not on PATH: %w", redisServerBin, err)
+	}
+	root, err := os.MkdirTemp("", "rlock-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("rlock: integration: %w", err)
+	}
+	p := &process{
+		opts: opts,
+		bin:  bin,
+		root: root,
+		data: filepath.Join(root, "data"),
+		log:  filepath.Join(root, "redis.log"),
+	}
+	if err := os.Mkdir(p.data, 0o755); err != nil {
+		return nil, errors.Join(fmt.Errorf("rlock: integration: %w", err), os.RemoveAll(root))
+	}
+	if opts.ClockRate > 0 {
+		if p.clock, err = newFakeClock(root, opts.ClockRate); err != nil {
+			return nil, errors.Join(err, os.RemoveAll(root))
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		if p.port, err = freePort(); err != nil {
+			return nil, errors.Join(err, os.RemoveAll(root))
+		}
+		err = p.start(ctx)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, errPortTaken) || attempt == portAttempts {
+			return nil, errors.Join(err, p.close(ctx))
+		}
+	}
+}
+
+// errPortTaken means redis-server could not bind its port.
+var errPortTaken = errors.New("port taken")
+
+// freePort asks the kernel for a free loopback port. Another process may
+// take it before redis-server binds it; newProcess then retries.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("rlock: integration: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (p *process) directAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
+}
+
+func (p *process) args() []string {
+	a := []string{
+		"--port", strconv.Itoa(p.port),
+		"--bind", "127.0.0.1",
+		"--dir", p.data,
+		"--daemonize", "no",
+		"--logfile", "",
+		"--save", "",
+	}
+	if p.opts.Persist {
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		a = append(a, "--appendonly", "no")
+	}
+	if p.opts.Password != "" {
+		a = append(a, "--requirepass", p.opts.Password)
+	}
+	return append(a, p.opts.Args...)
+}
+
+// env is the parent's environment without any preload or faketime settings,
+// plus the clock's when there is one.
+func (p *process) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "LD_PRELOAD=") || strings.HasPrefix(kv, "FAKETIME") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	if p.clock != nil {
+		env = append(env, p.clock.env()...)
+	}
+	return env
+}
+
+func (p *process) running() bool {
+	if p.exited == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *process) start(ctx context.Context) error {
+	if p.running() {
+		return errors.New("rlock: integration: redis-server already running")
+	}
+	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("rlock: integration: %w", err)
+	}
+	defer logf.Close() // the child has its own descriptor
+	logStart, _ := logf.Seek(0, 2)
+
+	cmd := exec.Command(p.bin, p.args()...)
+	cmd.Dir = p.data
+	cmd.Env = p.env()
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// The kernel kills the server when the thread that started it exits,
+	// so it never outlives the test binary.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if p.clock != nil {
+		if err := p.clock.started(time.Now()); err != nil {
+			return err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("rlock: integration: start redis-server: %w", err)
+	}
+	if p.clock != nil {
+		// libfaketime takes S when the process starts; now is closer to it.
+		if err := p.clock.started(time.Now()); err != nil {
+			return errors.Join(err, p.killCmd(ctx, cmd))
+		}
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	p.cmd, p.exited, p.paused = cmd, exited, false
+
+	if err := waitReady(ctx, p.directAddr(), p.opts.Password, exited); err != nil {
+		log := p.logSince(logStart)
+		err = errors.Join(err, p.kill(ctx))
+		if bytes.Contains(log, []byte("Address already in use")) {
+			err = errors.Join(errPortTaken, err)
+		}
+		return fmt.Errorf("%w\nredis-server log:\n%s", err, logTail(log, 15))
+	}
+	return p.calibrate(ctx)
+}
+
+// calibrate measures when libfaketime started the process's clock, which
+// the fake clock needs to change rate without a jump. Starting a process
+// takes a few milliseconds that a rate of 50 would turn into a jump of a
+// quarter of a second.
+func (p *process) calibrate(ctx context.Context) error {
+	if p.clock == nil || !p.clock.needsCalibration() || p.paused || !p.running() {
+		return nil
+	}
+	before := time.Now()
+	fake, err := serverTime(ctx, p.directAddr(), p.opts.Password)
+	if err != nil {
+		return err
+	}
+	after := time.Now()
+	return p.clock.calibrate(fake, before.Add(after.Sub(before)/2))
+}
+
+// killCmd kills a process that has no wait goroutine yet.
+func (p *process) killCmd(ctx context.Context, cmd *exec.Cmd) error {
+	_ = cmd.Process.Kill()
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("rlock: integration: wait for redis-server to exit: %w", context.Cause(ctx))
+	}
+}
+
+func (p *process) logSince(off int64) []byte {
+	b, err := os.ReadFile(p.log)
+	if err != nil || off > int64(len(b)) {
+		return nil
+	}
+	return b[off:]
+}
+
+func (p *process) kill(ctx context.Context) error {
+	if !p.running() {
+		return ErrNotRunning
+	}
+	// SIGKILL also ends a stopped process.
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("rlock: integration: kill redis-server: %w", err)
+	}
+	select {
+	case <-p.exited:
+		p.paused = false
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("rlock: integration: wait for redis-server to exit: %w", context.Cause(ctx))
+	}
+}
+
+func (p *process) wipe() error {
+	if err := os.RemoveAll(p.data); err != nil {
+		return fmt.Errorf("rlock: integration: wipe data: %w", err)
+	}
+	if err := os.Mkdir(p.data, 0o755); err != nil {
+		return fmt.Errorf("rlock: integration: wipe data: %w", err)
+	}
+	return nil
+}
+
+func (p *process) pause(ctx context.Context) error {
+	if !p.running() {
+		return ErrNotRunning
+	}
+	if p.paused {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("rlock: integration: pause redis-server: %w", err)
+	}
+	p.paused = true
+	return p.waitState(ctx, func(s byte) bool { return s == 'T' })
+}
+
+func (p *process) resume(ctx context.Context) error {
+	if !p.running() {
+		return ErrNotRunning
+	}
+	if !p.paused {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("rlock: integration: resume redis-server: %w", err)
+	}
+	p.paused = false
+	return p.waitState(ctx, func(s byte) bool { return s != 'T' })
+}
+
+// waitState waits until the process state in /proc satisfies ok: signals
+// are delivered asynchronously and the kernel offers no notification of a
+// stop to anyone but the parent's wait, which the wait goroutine owns.
+func (p *process) waitState(ctx context.Context, ok func(byte) bool) error {
+	path := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil // no /proc: trust the signal
+		}
+		// The state follows the parenthesised command name.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && ok(b[i+2]) {
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return ErrNotRunning
+		case <-ctx.Done():
+			return fmt.Errorf("rlock: integration: wait for redis-server state: %w", context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+func (p *process) setClockRate(ctx context.Context, rate float64) error {
+	if p.clock == nil {
+		return ErrNoClock
+	}
+	if err := p.clock.setRate(time.Now(), rate); err != nil {
+		return err
+	}
+	return p.calibrate(ctx)
+}
+
+func (p *process) close(ctx context.Context) error {
+	var err error
+	if p.running() {
+		err = p.kill(ctx)
+	}
+	return errors.Join(err, os.RemoveAll(p.root))
+}

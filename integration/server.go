@@ -1,0 +1,349 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// DefaultTimeout bounds every wait of this package whose context has no
+// deadline: starting a server, killing it, and the whole of Close.
+const DefaultTimeout = 30 * time.Second
+
+// Backend names the way a Server runs redis-server.
+type Backend string
+
+const (
+	// BackendProcess runs redis-server from PATH as a child process.
+	BackendProcess Backend = "process"
+	// BackendDocker runs redis-server in a local Docker container.
+	BackendDocker Backend = "docker"
+)
+
+// Options describes a server. The zero value is a server without
+// persistence, without a password, on the backend chosen automatically.
+type Options struct {
+	// Backend is where the server runs. "" picks BackendProcess when
+	// redis-server is on PATH and BackendDocker otherwise.
+	Backend Backend
+
+	// Persist turns on the append-only file with appendfsync always, so that
+	// every acknowledged write survives Kill followed by
+	// Restart(RestartOptions{KeepData: true}). When false the server runs
+	// with --save "" and --appendonly no.
+	Persist bool
+
+	// Password, when set, is the server's requirepass.
+	Password string
+
+	// Args are extra redis-server arguments, appended after the ones this
+	// package sets so that they win, e.g. "--maxmemory", "10mb".
+	Args []string
+
+	// ClockRate, when above 0, runs the server's clock at this multiple of
+	// real time through libfaketime (process backend only): 10 makes a
+	// 10-second TTL expire after about one real second. 0 leaves the clock
+	// alone, and SetClockRate is then refused.
+	ClockRate float64
+}
+
+// RestartOptions describes a restart.
+type RestartOptions struct {
+	// KeepData keeps the server's data directory. Without Persist the
+	// directory holds nothing, so keys are lost either way. When false the
+	// directory is wiped before the server starts again.
+	KeepData bool
+
+	// Delay is how long the server stays down before it starts again.
+	Delay time.Duration
+}
+
+// backend is one way of running redis-server. A Server serialises all calls.
+type backend interface {
+	directAddr() string
+	// start starts the server on its ports and waits until it answers PING.
+	start(ctx context.Context) error
+	kill(ctx context.Context) error
+	running() bool
+	wipe() error
+	pause(ctx context.Context) error
+	resume(ctx context.Context) error
+	setClockRate(ctx context.Context, rate float64) error
+	// close kills the server if needed and removes everything it created.
+	close(ctx context.Context) error
+}
+
+// Server is one running redis-server with a loopback proxy in front of it.
+// Its methods are safe for concurrent use; faults are applied one at a time.
+type Server struct {
+	opts  Options
+	kind  Backend
+	proxy *proxy
+
+	mu     sync.Mutex // serialises faults; held for their whole duration
+	b      backend
+	closed bool
+}
+
+// StartRedis starts a server and returns once it answers PING. The caller
+// must Close it. Waits are bounded by ctx, or by DefaultTimeout when ctx has
+// no deadline.
+//
+// May return ErrBackendUnavailable, ErrNoClock, or the server's own start
+// error with the tail of its log.
+func StartRedis(ctx context.Context, opts Options) (*Server, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if opts.ClockRate < 0 {
+		return nil, fmt.Errorf("rlock: integration: negative ClockRate %v", opts.ClockRate)
+	}
+	kind, err := chooseBackend(opts.Backend)
+	if err != nil {
+		return nil, err
+	}
+	var b backend
+	switch kind {
+	case BackendProcess:
+		b, err = newProcess(ctx, opts)
+	case BackendDocker:
+		b, err = newDocker(ctx, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := newProxy(b.directAddr())
+	if err != nil {
+		return nil, errors.Join(err, b.close(ctx))
+	}
+	return &Server{opts: opts, kind: kind, proxy: p, b: b}, nil
+}
+
+// StartMasters starts n independent servers with the same options, for
+// multi-master (RedLock) tests. On error it closes the ones it started.
+//
+// May return the errors of StartRedis.
+func StartMasters(ctx context.Context, n int, opts Options) ([]*Server, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	servers := make([]*Server, 0, n)
+	for range n {
+		s, err := StartRedis(ctx, opts)
+		if err != nil {
+			for _, started := range servers {
+				err = errors.Join(err, started.Close())
+			}
+			return nil, err
+		}
+		servers = append(servers, s)
+	}
+	return servers, nil
+}
+
+// chooseBackend resolves "" and checks that the backend can run here.
+func chooseBackend(want Backend) (Backend, error) {
+	switch want {
+	case BackendProcess:
+		return BackendProcess, processAvailable()
+	case BackendDocker:
+		return BackendDocker, dockerAvailable()
+	case "":
+		perr := processAvailable()
+		if perr == nil {
+			return BackendProcess, nil
+		}
+		derr := dockerAvailable()
+		if derr == nil {
+			return BackendDocker, nil
+		}
+		return "", errors.Join(perr, derr)
+	default:
+		return "", fmt.Errorf("rlock: integration: unknown backend %q", want)
+	}
+}
+
+// Backend reports where the server runs.
+func (s *Server) Backend() Backend { return s.kind }
+
+// Addr is the "127.0.0.1:port" of the Server's proxy. Clients under test use
+// it, so that Partition cuts them off. The address stays the same across
+// Kill and Restart.
+func (s *Server) Addr() string { return s.proxy.addr() }
+
+// DirectAddr is the "127.0.0.1:port" of redis-server itself, bypassing the
+// proxy: for administrative commands and benchmarks. It stays the same
+// across Kill and Restart.
+func (s *Server) DirectAddr() string { return s.b.directAddr() }
+
+// Password is Options.Password, for building clients.
+func (s *Server) Password() string { return s.opts.Password }
+
+// Ping sends PING (after AUTH when the server has a password) to DirectAddr
+// and waits for PONG, bounded by ctx.
+//
+// May return ErrClosed, or the network error.
+func (s *Server) Ping(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return ping(ctx, s.DirectAddr(), s.opts.Password)
+}
+
+// Kill kills the server with SIGKILL and waits until it has exited. Clients
+// see their connections reset and new connections refused until Restart.
+//
+// May return ErrNotRunning, ErrClosed, or ctx's error.
+func (s *Server) Kill(ctx context.Context) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.b.kill(ctx)
+}
+
+// Restart starts the server again on the same ports, after killing it if it
+// is still running (paused or not) and after waiting o.Delay. Unless
+// o.KeepData, the data directory is wiped first. It returns once the server
+// answers PING. A partition is left as it is.
+//
+// May return ErrClosed, ctx's error, or the server's start error.
+func (s *Server) Restart(ctx context.Context, o RestartOptions) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.b.running() {
+		if err := s.b.kill(ctx); err != nil {
+			return err
+		}
+	}
+	if !o.KeepData {
+		if err := s.b.wipe(); err != nil {
+			return err
+		}
+	}
+	if o.Delay > 0 {
+		t := time.NewTimer(o.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("rlock: integration: restart delay: %w", context.Cause(ctx))
+		}
+	}
+	return s.b.start(ctx)
+}
+
+// Pause stops the server with SIGSTOP (or freezes its container) and returns
+// once it is stopped: it keeps its connections but answers nothing until
+// Resume. Pausing a paused server does nothing.
+//
+// May return ErrNotRunning, ErrClosed, or ctx's error.
+func (s *Server) Pause(ctx context.Context) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.b.pause(ctx)
+}
+
+// Resume continues a paused server with SIGCONT (or unfreezes its
+// container). Resuming a server that is not paused does nothing.
+//
+// May return ErrNotRunning, ErrClosed, or ctx's error.
+func (s *Server) Resume(ctx context.Context) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.b.resume(ctx)
+}
+
+// Partition cuts the server off from Addr: connections through the proxy are
+// closed, and new ones are accepted but get nothing forwarded (their bytes
+// wait in the kernel) until Heal. DirectAddr keeps working: the server is
+// unreachable from the client side only. Partitioning twice does nothing.
+//
+// May return ErrClosed.
+func (s *Server) Partition(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.proxy.partition()
+	return nil
+}
+
+// Heal ends a partition. Connections accepted during it are then forwarded,
+// with whatever they sent meanwhile, like TCP retransmission after a network
+// heals; clients that gave up on them have closed them already.
+//
+// May return ErrClosed.
+func (s *Server) Heal(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.proxy.heal()
+}
+
+// SetClockRate changes how fast the server's clock runs, as a multiple of
+// real time, from now on. The fake clock stays continuous: it does not jump
+// when the rate changes, nor across Kill and Restart (up to the few
+// milliseconds a process takes to start, multiplied by the rate). It works
+// only when Options.ClockRate was set at start. On a killed server the rate
+// applies from Restart.
+//
+// May return ErrNoClock, ErrClosed, or the error writing libfaketime's file.
+func (s *Server) SetClockRate(ctx context.Context, rate float64) error {
+	if rate <= 0 {
+		return fmt.Errorf("rlock: integration: clock rate must be above 0, got %v", rate)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.b.setClockRate(ctx, rate)
+}
+
+// Close kills the server, stops the proxy and removes the server's
+// directory. It is idempotent; calls after the first return nil. It is
+// bounded by DefaultTimeout.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	defer cancel()
+	return errors.Join(s.b.close(ctx), s.proxy.close())
+}
+
+// withDefaultTimeout bounds ctx by DefaultTimeout when it has no deadline.
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, DefaultTimeout)
+}
