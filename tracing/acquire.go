@@ -39,7 +39,11 @@ func acquireState(ctx context.Context) *acquireCtx {
 	return a
 }
 
-var internal = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+// kindInternal is made once: options converted to interfaces allocate.
+var (
+	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+	internal     = []trace.SpanStartOption{kindInternal}
+)
 
 // acquireStart starts the rlock.acquire span, a child of the caller's.
 // When the span does not record (no SDK, or not sampled), it returns ctx

@@ -16,25 +16,22 @@ import (
 // A hold span covers one holding of a lock: from the acquisition that was
 // not a re-entry to the release that freed the lock, or to its loss.
 //
-// lock.Observer hands no hold identity to its events: Release carries the
-// lock's name and master, and the context of the Unlock call, which need
-// not be the Held's. So the hold spans in flight are kept by (master,
-// name), oldest first. Redis lets one holder at a time hold a name on a
-// master, so when several Clients share this Observer, the hold to end is
-// the oldest one of the name — the newer one was acquired after it was
-// freed, even if its AcquireEnd was reported before the older one's
-// Release. When the event's context carries an owner (Loss always does:
-// it is the lost Held's context), the hold of that owner is preferred.
+// The events name the hold by master, lock name and owner. The spans in
+// flight are kept under that key, oldest first: one owner holds a name on
+// a master once at a time, but its Release may be reported after the
+// same owner, in another goroutine, took the lock again — the one to end
+// is then the oldest.
 //
 // Holds are only kept while their span records, so an Observer on no-op
 // providers keeps nothing and takes no lock.
 
-type holdKey struct{ addr, name string }
+type holdKey struct {
+	addr, name string
+	owner      uint64
+}
 
 type hold struct {
-	span  trace.Span
-	owner uint64
-	at    time.Time
+	span trace.Span
 }
 
 type holds struct {
@@ -50,24 +47,8 @@ func (hs *holds) add(k holdKey, h *hold) {
 	hs.mu.Unlock()
 }
 
-// find returns the index in l of the hold an event is about: owner's if
-// known, else the oldest (first) or the newest (last).
-func find(l []*hold, owner uint64, hasOwner, newest bool) int {
-	if hasOwner {
-		for i, h := range l {
-			if h.owner == owner {
-				return i
-			}
-		}
-	}
-	if newest {
-		return len(l) - 1
-	}
-	return 0
-}
-
-// take removes and returns the hold of k an end event is about, or nil.
-func (hs *holds) take(k holdKey, owner uint64, hasOwner bool) *hold {
+// take removes and returns the oldest hold of k, or nil.
+func (hs *holds) take(k holdKey) *hold {
 	if hs.n.Load() == 0 {
 		return nil
 	}
@@ -77,19 +58,18 @@ func (hs *holds) take(k holdKey, owner uint64, hasOwner bool) *hold {
 	if len(l) == 0 {
 		return nil
 	}
-	i := find(l, owner, hasOwner, false)
-	h := l[i]
 	if len(l) == 1 {
 		delete(hs.m, k)
 	} else {
-		hs.m[k] = append(l[:i:i], l[i+1:]...)
+		hs.m[k] = l[1:]
 	}
 	hs.n.Add(-1)
-	return h
+	return l[0]
 }
 
-// peek returns the hold of k a release that left it held is about, or nil.
-func (hs *holds) peek(k holdKey, owner uint64, hasOwner bool) *hold {
+// peek returns the newest hold of k, or nil: the one a release that left
+// the lock held is about.
+func (hs *holds) peek(k holdKey) *hold {
 	if hs.n.Load() == 0 {
 		return nil
 	}
@@ -99,7 +79,7 @@ func (hs *holds) peek(k holdKey, owner uint64, hasOwner bool) *hold {
 	if len(l) == 0 {
 		return nil
 	}
-	return l[find(l, owner, hasOwner, true)]
+	return l[len(l)-1]
 }
 
 // startHold starts the rlock.hold span of a first hold at the instant its
@@ -119,7 +99,7 @@ func (o *observer) startHold(a *acquireCtx, m *master, e lock.AcquireEnd, at tim
 		attrs = append(attrs, keyFence.Int64(int64(e.Fence)))
 	}
 	_, span := o.tracer.Start(trace.ContextWithSpanContext(context.Background(), parent), SpanHold,
-		trace.WithSpanKind(trace.SpanKindInternal),
+		kindInternal,
 		trace.WithTimestamp(at),
 		trace.WithLinks(trace.Link{SpanContext: acq}),
 		trace.WithAttributes(attrs...),
@@ -127,13 +107,13 @@ func (o *observer) startHold(a *acquireCtx, m *master, e lock.AcquireEnd, at tim
 	if !span.IsRecording() {
 		return
 	}
-	o.holds.add(holdKey{e.Addr, e.Name}, &hold{span: span, owner: a.owner, at: at})
+	o.holds.add(holdKey{e.Addr, e.Name, a.owner}, &hold{span: span})
 }
 
-// release records an Unlock: a rlock.release span, whose parent is the
-// span of the Unlock's context, or the hold's span when that context has
-// none (Unlock(context.Background()) is common). A release that freed the
-// lock ends the hold span.
+// release records an Unlock: its metrics, and a rlock.release span when
+// the Unlock's context has a span or the hold's span records (a release
+// in neither trace would be a lone root span: metrics only). A release
+// that freed the lock ends the hold span.
 func (o *observer) release(ctx context.Context, e lock.Release) {
 	m := o.master(e.Addr)
 	i := releaseOutcome(e)
@@ -142,47 +122,50 @@ func (o *observer) release(ctx context.Context, e lock.Release) {
 		o.held.Add(ctx, -1, m.plain...)
 	}
 	var h *hold
-	if o.holds.n.Load() > 0 {
-		owner, ok := lock.OwnerFrom(ctx)
-		if i == 0 {
-			h = o.holds.take(holdKey{e.Addr, e.Name}, owner, ok)
-		} else {
-			h = o.holds.peek(holdKey{e.Addr, e.Name}, owner, ok)
-		}
+	if i == 0 {
+		h = o.holds.take(holdKey{e.Addr, e.Name, e.Owner})
+	} else {
+		h = o.holds.peek(holdKey{e.Addr, e.Name, e.Owner})
 	}
 	now := time.Now()
-	pctx := ctx
-	var links []trace.Link
-	if h != nil {
-		if trace.SpanContextFromContext(ctx).IsValid() {
-			links = []trace.Link{{SpanContext: h.span.SpanContext()}}
-		} else {
-			pctx = trace.ContextWithSpan(ctx, h.span)
-		}
+	if h != nil || trace.SpanContextFromContext(ctx).IsValid() {
+		o.releaseSpan(ctx, m, e, h, now)
 	}
-	_, span := o.tracer.Start(pctx, SpanRelease,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(now.Add(-e.Duration)),
-		trace.WithLinks(links...),
-	)
-	if span.IsRecording() {
-		span.SetAttributes(
-			keyName.String(e.Name),
-			m.attr,
-			keyReleased.Bool(e.Released),
-			keyHeldFor.Float64(e.HeldFor.Seconds()),
-		)
-		if e.Err != nil {
-			span.SetAttributes(keyErrorType.String(errorType(e.Err)))
-			span.RecordError(e.Err)
-			span.SetStatus(codes.Error, e.Err.Error())
-		}
-	}
-	span.End(trace.WithTimestamp(now))
 	if h != nil && i == 0 {
-		h.span.SetAttributes(keyReleased.Bool(true), keyHeldFor.Float64(now.Sub(h.at).Seconds()))
+		h.span.SetAttributes(keyReleased.Bool(true))
 		h.span.End(trace.WithTimestamp(now))
 	}
+}
+
+// releaseSpan records the rlock.release span of e, ending at now. Its
+// parent is the span of the Unlock's context (then it links to the hold)
+// or else the hold span.
+func (o *observer) releaseSpan(ctx context.Context, m *master, e lock.Release, h *hold, now time.Time) {
+	opts := []trace.SpanStartOption{kindInternal, trace.WithTimestamp(now.Add(-e.Duration))}
+	switch {
+	case h == nil:
+	case trace.SpanContextFromContext(ctx).IsValid():
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: h.span.SpanContext()}))
+	default:
+		ctx = trace.ContextWithSpan(ctx, h.span)
+	}
+	_, span := o.tracer.Start(ctx, SpanRelease, opts...)
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	span.SetAttributes(
+		keyName.String(e.Name),
+		m.attr,
+		keyReleased.Bool(e.Released),
+		keyHeldFor.Float64(e.HeldFor.Seconds()),
+	)
+	if e.Err != nil {
+		span.SetAttributes(keyErrorType.String(errorType(e.Err)))
+		span.RecordError(e.Err)
+		span.SetStatus(codes.Error, e.Err.Error())
+	}
+	span.End(trace.WithTimestamp(now))
 }
 
 // loss records a lost lock: the rlock.lock_lost event and an error status
@@ -192,8 +175,7 @@ func (o *observer) loss(ctx context.Context, e lock.Loss) {
 	r := lossReason(e.Err)
 	o.losses.Add(ctx, 1, m.loss[r]...)
 	o.held.Add(ctx, -1, m.plain...)
-	owner, ok := lock.OwnerFrom(ctx)
-	h := o.holds.take(holdKey{e.Addr, e.Name}, owner, ok)
+	h := o.holds.take(holdKey{e.Addr, e.Name, e.Owner})
 	if h == nil {
 		return
 	}
@@ -204,13 +186,9 @@ func (o *observer) loss(ctx context.Context, e lock.Loss) {
 	now := time.Now()
 	h.span.AddEvent("rlock.lock_lost", trace.WithTimestamp(now), trace.WithAttributes(
 		keyReason.String(lossReasons[r]),
-		attribute.String("exception.message", msg),
+		attribute.String("error.message", msg),
 	))
-	h.span.SetAttributes(
-		keyReleased.Bool(false),
-		keyHeldFor.Float64(e.HeldFor.Seconds()),
-		keyErrorType.String("lock_lost"),
-	)
+	h.span.SetAttributes(keyReleased.Bool(false), keyErrorType.String("lock_lost"))
 	h.span.SetStatus(codes.Error, msg)
 	h.span.End(trace.WithTimestamp(now))
 }
@@ -220,10 +198,7 @@ func (o *observer) loss(ctx context.Context, e lock.Loss) {
 func (o *observer) renew(e lock.Renew) {
 	m := o.master(e.Addr)
 	now := time.Now()
-	ctx, span := o.tracer.Start(context.Background(), SpanRenew,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(now.Add(-e.Duration)),
-	)
+	ctx, span := o.tracer.Start(context.Background(), SpanRenew, kindInternal, trace.WithTimestamp(now.Add(-e.Duration)))
 	o.recordRenew(ctx, m, e)
 	if span.IsRecording() {
 		span.SetAttributes(
