@@ -41,7 +41,8 @@ type Client struct {
 }
 
 // New connects to the master in cfg and returns a Client. The connection
-// is checked with a PING bounded by ctx and cfg.DialTimeout.
+// is checked, and rlock's scripts loaded, in one round trip bounded by ctx
+// and cfg.DialTimeout.
 //
 // May return ErrInvalid, ErrUnavailable, ErrAuth.
 func New(ctx context.Context, cfg Config) (*Client, error) {
@@ -75,8 +76,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, masterErr(cfg.Addrs[0], "connect", err)
 	}
+	// The first round trip checks the connection and loads the scripts,
+	// so that the first renewal tick is one round trip too.
 	pctx, cancel := context.WithTimeout(ctx, dial)
-	err = rc.Do(pctx, rc.B().Ping().Build()).Error()
+	err = reentrant.Load(pctx, rc)
 	cancel()
 	if err != nil {
 		rc.Close()
@@ -259,44 +262,36 @@ func (c *Client) cleanLatches(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			c.flushLatches()
+			c.deleteLatches(nil)
 			return
 		case k := <-c.latches:
-			// A new slice each time: rueidis's writer may still read the
-			// last one after DoMulti returned.
-			batch := make([]rueidis.Completed, 1, 64)
-			batch[0] = c.rc.B().Del().Key(k).Build()
-		more:
-			for len(batch) < cap(batch) {
-				select {
-				case k := <-c.latches:
-					batch = append(batch, c.rc.B().Del().Key(k).Build())
-				default:
-					break more
-				}
-			}
-			dctx, cancel := c.cmdCtx(ctx)
-			c.rc.DoMulti(dctx, batch...)
-			cancel()
+			c.deleteLatches(&k)
 		}
 	}
 }
 
-// flushLatches deletes the latches still queued, at Close.
-func (c *Client) flushLatches() {
-	var cmds []rueidis.Completed
-	for {
+// deleteLatches deletes first (if any) and every latch queued behind it,
+// in one round trip. Its context is not the loop's: the last batch, at
+// Close, must still go out.
+func (c *Client) deleteLatches(first *string) {
+	// A new slice each time: rueidis's writer may still read the last one
+	// after DoMulti returned.
+	var batch []rueidis.Completed
+	if first != nil {
+		batch = append(batch, c.rc.B().Del().Key(*first).Build())
+	}
+	for len(batch) < 256 {
 		select {
 		case k := <-c.latches:
-			cmds = append(cmds, c.rc.B().Del().Key(k).Build())
+			batch = append(batch, c.rc.B().Del().Key(k).Build())
 			continue
 		default:
 		}
 		break
 	}
-	if len(cmds) > 0 {
+	if len(batch) > 0 {
 		ctx, cancel := c.cmdCtx(context.Background())
-		c.rc.DoMulti(ctx, cmds...)
+		c.rc.DoMulti(ctx, batch...)
 		cancel()
 	}
 }

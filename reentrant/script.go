@@ -78,3 +78,22 @@ func IsNoScript(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	return ok && re.IsNoScript()
 }
+
+// Load sends SCRIPT LOAD for the given scripts (default: acquire, fenced
+// acquire, release, renew, force unlock) in one round trip, so that their
+// first EVALSHA does not need the NOSCRIPT fallback.
+func Load(ctx context.Context, c rueidis.Client, scripts ...*Script) error {
+	if len(scripts) == 0 {
+		scripts = []*Script{AcquireScript, AcquireFencedScript, ReleaseScript, RenewScript, ForceUnlockScript}
+	}
+	cmds := make(rueidis.Commands, len(scripts))
+	for i, s := range scripts {
+		cmds[i] = c.B().ScriptLoad().Script(s.src).Build()
+	}
+	for _, res := range c.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/rlock-go/rlock/lock"
+)
+
+// wakeCounter is an Observer that counts waits and wake-ups by reason.
+type wakeCounter struct {
+	waiting  chan struct{}
+	mu       sync.Mutex
+	byReason map[lock.WakeReason]int
+	woken    chan lock.WakeReason
+}
+
+func newWakeCounter() *wakeCounter {
+	return &wakeCounter{waiting: make(chan struct{}, 1024), byReason: map[lock.WakeReason]int{}, woken: make(chan lock.WakeReason, 1024)}
+}
+
+func (w *wakeCounter) observer() *lock.Observer {
+	return &lock.Observer{
+		Waiting: func(context.Context, lock.Waiting) { w.waiting <- struct{}{} },
+		WakeUp: func(_ context.Context, e lock.WakeUp) {
+			w.mu.Lock()
+			w.byReason[e.Reason]++
+			w.mu.Unlock()
+			w.woken <- e.Reason
+		},
+	}
+}
+
+func (w *wakeCounter) count(r lock.WakeReason) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.byReason[r]
+}
+
+func numsub(t testing.TB, rc rueidis.Client, channel string) int64 {
+	t.Helper()
+	m, err := do(t, rc, "PUBSUB", "NUMSUB", channel).ToArray()
+	must(t, err)
+	n, err := m[1].AsInt64()
+	must(t, err)
+	return n
+}
+
+func channelOf(n string) string { return "redisson_lock__channel:{" + n + "}" }
+
+// A waiter sleeps until a release wakes it: rlock's Unlock, a Redisson
+// service's unlock, a ForceUnlock. The holder's lease is long, so only a
+// message can end the wait.
+func TestWaiterWakesOnRelease(t *testing.T) {
+	releases := map[string]func(t *testing.T, h *lock.Held, c *lock.Client, n string){
+		"rlock unlock": func(t *testing.T, h *lock.Held, _ *lock.Client, _ string) { must(t, h.Unlock(bg())) },
+		"force unlock": func(t *testing.T, _ *lock.Held, c *lock.Client, n string) {
+			_, err := c.Mutex(n).ForceUnlock(bg())
+			must(t, err)
+		},
+	}
+	for what, release := range releases {
+		t.Run(what, func(t *testing.T) {
+			holder := newClient(t, lock.Config{})
+			wc := newWakeCounter()
+			waiter := newClient(t, lock.Config{Observer: wc.observer()})
+			n := name(t)
+			h, err := holder.Mutex(n).Lock(bg())
+			must(t, err)
+			got := make(chan error, 1)
+			go func() {
+				h2, err := waiter.Mutex(n).Lock(bg())
+				if err == nil {
+					err = h2.Unlock(bg())
+				}
+				got <- err
+			}()
+			<-wc.waiting
+			release(t, h, holder, n)
+			must(t, <-got)
+			if wc.count(lock.WakeMessage) != 1 || wc.count(lock.WakeTimeout) != 0 {
+				t.Fatalf("wake-ups %v, want exactly one by message", wc.byReason)
+			}
+		})
+	}
+	t.Run("redisson unlock", func(t *testing.T) {
+		rc := raw(t)
+		java := newRedisson(t, rc)
+		wc := newWakeCounter()
+		waiter := newClient(t, lock.Config{Observer: wc.observer()})
+		n := name(t)
+		if ok, _ := java.lock(n, 1, time.Minute); !ok {
+			t.Fatal("stand-in could not lock")
+		}
+		got := make(chan error, 1)
+		go func() {
+			h, err := waiter.Mutex(n).Lock(bg())
+			if err == nil {
+				err = h.Unlock(bg())
+			}
+			got <- err
+		}()
+		<-wc.waiting
+		if v, err := java.unlock(n, 1, "0123456789abcdef0123456789abcdef").AsInt64(); err != nil || v != 1 {
+			t.Fatalf("stand-in unlock = %d, %v", v, err)
+		}
+		must(t, <-got)
+		if wc.count(lock.WakeMessage) != 1 {
+			t.Fatalf("wake-ups %v, want one by message", wc.byReason)
+		}
+	})
+}
+
+// 50 waiters in one process: each release wakes exactly one of them.
+func TestEachReleaseWakesExactlyOneWaiter(t *testing.T) {
+	const waiters = 50
+	holder := newClient(t, lock.Config{})
+	wc := newWakeCounter()
+	c := newClient(t, lock.Config{Observer: wc.observer()})
+	rc := raw(t)
+	n := name(t)
+	h, err := holder.Mutex(n).Lock(bg())
+	must(t, err)
+
+	var inside, overlaps atomic.Int32
+	errs := make(chan error, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() {
+			h, err := c.Mutex(n).Lock(bg())
+			if err != nil {
+				errs <- err
+				return
+			}
+			if inside.Add(1) != 1 {
+				overlaps.Add(1)
+			}
+			inside.Add(-1)
+			errs <- h.Unlock(bg())
+		}()
+	}
+	for i := 0; i < waiters; i++ {
+		<-wc.waiting
+	}
+	if got := numsub(t, rc, channelOf(n)); got != 1 {
+		t.Fatalf("PUBSUB NUMSUB = %d, want 1: one connection for all waiters", got)
+	}
+	must(t, h.Unlock(bg()))
+	for i := 0; i < waiters; i++ {
+		must(t, <-errs)
+	}
+	// 50 releases were heard (the holder's and 49 waiters'); the last
+	// waiter's release found nobody to wake.
+	if got := wc.count(lock.WakeMessage); got != waiters {
+		t.Fatalf("%d wake-ups by message for %d releases: a release woke more than one waiter", got, waiters)
+	}
+	if wc.count(lock.WakeTimeout) != 0 || overlaps.Load() != 0 {
+		t.Fatalf("timeouts %d, overlaps %d; want 0, 0", wc.count(lock.WakeTimeout), overlaps.Load())
+	}
+	if got := numsub(t, rc, channelOf(n)); got != 0 {
+		t.Fatalf("PUBSUB NUMSUB after every waiter left = %d, want 0", got)
+	}
+}
+
+// Killing the subscription connection wakes every waiter (a message may
+// have been lost) and re-subscribes; nobody is stranded.
+func TestSubscriptionKilledDoesNotStrandWaiters(t *testing.T) {
+	const waiters = 3
+	srv := integrationRedis(t)
+	rc := raw(t, srv)
+	holder := newClient(t, lock.Config{}, srv)
+	wc := newWakeCounter()
+	c := newClient(t, lock.Config{Observer: wc.observer()}, srv)
+	n := name(t)
+	h, err := holder.Mutex(n).Lock(bg())
+	must(t, err)
+	errs := make(chan error, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() {
+			h, err := c.Mutex(n).Lock(bg())
+			if err == nil {
+				err = h.Unlock(bg())
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < waiters; i++ {
+		<-wc.waiting
+	}
+	if k, err := do(t, rc, "CLIENT", "KILL", "TYPE", "pubsub").AsInt64(); err != nil || k != 1 {
+		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want 1", k, err)
+	}
+	for i := 0; i < waiters; i++ {
+		if r := <-wc.woken; r != lock.WakeReconnect {
+			t.Fatalf("woken by %s, want reconnect", r)
+		}
+	}
+	// Each woken waiter tried again and went back to sleep; wait until the
+	// connection has re-subscribed (no event says so: Redis is asked, in
+	// a bounded loop), then release.
+	for i := 0; i < waiters; i++ {
+		<-wc.waiting
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for numsub(t, rc, channelOf(n)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscription was not re-established")
+		}
+		<-poll.C
+	}
+	must(t, h.Unlock(bg()))
+	for i := 0; i < waiters; i++ {
+		must(t, <-errs)
+	}
+	if wc.count(lock.WakeTimeout) != 0 {
+		t.Fatalf("a waiter slept until the lease ran out: %v", wc.byReason)
+	}
+}
+
+// A waiter on a held lock sends nothing while it waits: the only EVALSHAs
+// the server sees are the holder's renewals.
+func TestWaiterSendsNothingWhileWaiting(t *testing.T) {
+	srv := integrationRedis(t)
+	rc := raw(t, srv)
+	obs, tk := ticks()
+	holder := newClient(t, lock.Config{WatchdogTimeout: 3 * time.Second, RenewInterval: 500 * time.Millisecond, Observer: obs}, srv)
+	wc := newWakeCounter()
+	c := newClient(t, lock.Config{Observer: wc.observer()}, srv)
+	n := name(t)
+	h, err := holder.Mutex(n).Lock(bg())
+	must(t, err)
+	ctx, cancel := context.WithCancel(bg())
+	got := make(chan error, 1)
+	go func() { _, err := c.Mutex(n).Lock(ctx); got <- err }()
+	<-wc.waiting
+	<-tk
+	before := evalshaCalls(t, rc)
+	const n0 = 4
+	for i := 0; i < n0; i++ {
+		<-tk
+	}
+	after := evalshaCalls(t, rc)
+	// The holder's renewals are the only scripts run meanwhile.
+	if after-before != n0 {
+		t.Fatalf("%d EVALSHAs while one waiter waited through %d renewals, want %d", after-before, n0, n0)
+	}
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) || !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("cancelled wait = %v, want ErrNotAcquired and context.Canceled", err)
+	}
+	// Cancelling left no subscription, and nothing but the holder's lock.
+	if got := numsub(t, rc, channelOf(n)); got != 0 {
+		t.Fatalf("PUBSUB NUMSUB after the wait was cancelled = %d, want 0", got)
+	}
+	if ks := keys(t, rc, n); len(ks) != 1 || ks[0] != n {
+		t.Fatalf("keys %q, want only the holder's lock", ks)
+	}
+	must(t, h.Unlock(bg()))
+}
+
+// TryLock with a wait gives up with ErrNotAcquired when the wait ends.
+func TestTryLockWaitEnds(t *testing.T) {
+	holder := newClient(t, lock.Config{})
+	c := newClient(t, lock.Config{})
+	n := name(t)
+	h, err := holder.Mutex(n).Lock(bg())
+	must(t, err)
+	_, err = c.Mutex(n).TryLock(bg(), lock.Wait(100*time.Millisecond))
+	if !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("TryLock = %v, want ErrNotAcquired", err)
+	}
+	ctx, cancel := context.WithTimeout(bg(), 100*time.Millisecond)
+	defer cancel()
+	_, err = c.Mutex(n).Lock(ctx)
+	if !errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock past its deadline = %v, want ErrNotAcquired and DeadlineExceeded", err)
+	}
+	must(t, h.Unlock(bg()))
+}

@@ -1,0 +1,210 @@
+package watchdog_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/watchdog"
+)
+
+var srv *integration.Server
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s, err := integration.StartRedis(ctx, integration.Options{})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "watchdog tests need redis-server:", err)
+		os.Exit(1)
+	}
+	srv = s
+	code := m.Run()
+	s.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func client(t testing.TB) rueidis.Client {
+	t.Helper()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.DirectAddr()}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	if err := reentrant.Load(context.Background(), rc); err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+// acquire takes n locks named prefix:i for field with lease, in one round trip.
+func acquire(t testing.TB, rc rueidis.Client, prefix, field string, n int, lease time.Duration) []string {
+	t.Helper()
+	names := make([]string, n)
+	cmds := make([]rueidis.Completed, n)
+	for i := range names {
+		names[i] = prefix + ":" + strconv.Itoa(i)
+		cmds[i] = reentrant.AcquireScript.Eval(rc, []string{names[i]}, []string{strconv.FormatInt(lease.Milliseconds(), 10), field})
+	}
+	for i, res := range rc.DoMulti(context.Background(), cmds...) {
+		if err := res.Error(); !rueidis.IsRedisNil(err) {
+			t.Fatalf("acquire %s: %v", names[i], err)
+		}
+	}
+	return names
+}
+
+// waitUntil blocks until the wall clock passes at. These tests are about
+// time itself (a tick that comes late), so the clock is the signal.
+func waitUntil(at time.Time) { <-time.After(time.Until(at)) }
+
+// A late tick still renews a lock whose lease is valid, and a tick after
+// the local deadline still trusts Redis's answer: 1 means the hold never
+// lapsed, since nobody could take the key while our field was in it.
+func TestLateTickRenewsWhatIsStillHeld(t *testing.T) {
+	rc := client(t)
+	field := reentrant.Field(reentrant.NewClientID(), 1)
+	lease := 300 * time.Millisecond
+	r, err := watchdog.New(rc, watchdog.Config{Lease: lease, Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostCh := make(chan *watchdog.LossError, 2)
+	onLost := func(e *watchdog.LossError) { lostCh <- e }
+
+	// Redis holds it for 2s, the registry believes 300ms.
+	sent := time.Now()
+	names := acquire(t, rc, t.Name(), field, 1, 2*time.Second)
+	r.Track(names[0], field, lease, true, sent, onLost)
+	waitUntil(sent.Add(lease + 50*time.Millisecond)) // three intervals late, past the local deadline
+	tk := r.Tick(context.Background())
+	if tk.Renewed != 1 || tk.Lost != 0 || tk.RoundTrips != 1 {
+		t.Fatalf("late tick %+v, want the lock renewed", tk)
+	}
+	select {
+	case e := <-lostCh:
+		t.Fatalf("reported lost: %v", e)
+	default:
+	}
+	pttl, err := rc.Do(context.Background(), rc.B().Pttl().Key(names[0]).Build()).AsInt64()
+	if err != nil || pttl <= 0 || pttl > lease.Milliseconds() {
+		t.Fatalf("PTTL %d, %v after renewal, want in (0, %d]", pttl, err, lease.Milliseconds())
+	}
+	// Gone from Redis: lost at once, with the reason.
+	rc.Do(context.Background(), rc.B().Del().Key(names[0]).Build())
+	tk = r.Tick(context.Background())
+	if tk.Lost != 1 || r.Len() != 0 {
+		t.Fatalf("tick %+v, len %d; want the lock lost and forgotten", tk, r.Len())
+	}
+	if e := <-lostCh; e.Name != names[0] || e.Reason == "" {
+		t.Fatalf("loss %+v", e)
+	}
+}
+
+// Renewals that fail only become a loss once the lease must have run
+// out; an explicit lease (no renewal) is lost when it ends.
+func TestFailedRenewalsLoseOnlyAtTheDeadline(t *testing.T) {
+	rc := client(t)
+	field := reentrant.Field(reentrant.NewClientID(), 2)
+	lease := 300 * time.Millisecond
+	r, err := watchdog.New(rc, watchdog.Config{Lease: lease, Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	sent := time.Now()
+	names := acquire(t, rc, t.Name(), field, 2, lease)
+	r.Track(names[0], field, lease, true, sent, func(*watchdog.LossError) { lost++ })
+	r.Track(names[1], field, lease, false, sent, func(*watchdog.LossError) { lost++ })
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel() // every renewal fails at once
+	tk := r.Tick(cancelled)
+	if tk.Failed != 1 || tk.Lost != 0 || lost != 0 {
+		t.Fatalf("tick %+v, lost %d: a failed renewal inside the lease is not a loss", tk, lost)
+	}
+	waitUntil(sent.Add(lease))
+	tk = r.Tick(cancelled)
+	if tk.Lost != 2 || lost != 2 || r.Len() != 0 {
+		t.Fatalf("tick %+v, lost %d, len %d; want both lost past the deadline", tk, lost, r.Len())
+	}
+}
+
+func TestRemoveAndBusyEntriesAreNotRenewed(t *testing.T) {
+	rc := client(t)
+	field := reentrant.Field(reentrant.NewClientID(), 3)
+	r, err := watchdog.New(rc, watchdog.Config{Lease: time.Second, Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := acquire(t, rc, t.Name(), field, 3, time.Second)
+	now := time.Now()
+	a := r.Track(names[0], field, time.Second, true, now, nil)
+	b := r.Track(names[1], field, time.Second, true, now, nil)
+	r.Track(names[2], field, time.Second, true, now, nil)
+	if again := r.Track(names[2], field, time.Second, true, now, nil); r.Len() != 3 || again == nil {
+		t.Fatalf("re-tracking made a second entry: len %d", r.Len())
+	}
+	if !r.Remove(a) || r.Remove(a) {
+		t.Fatal("Remove should succeed once")
+	}
+	if err := r.Begin(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	tk := r.Tick(context.Background())
+	r.End(b)
+	if tk.Renewed != 1 {
+		t.Fatalf("tick %+v, want only the third lock renewed", tk)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []watchdog.Config{{}, {Lease: time.Second}, {Lease: time.Second, Interval: time.Second}, {Lease: time.Second, Interval: -1}} {
+		if _, err := watchdog.New(nil, cfg); err == nil {
+			t.Fatalf("New accepted %+v", cfg)
+		}
+	}
+}
+
+// BenchmarkTick renews n held locks per tick: one round trip however many
+// (the custom metrics say how many round trips and commands a tick took).
+func BenchmarkTick(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run("locks="+strconv.Itoa(n), func(b *testing.B) {
+			rc := client(b)
+			field := reentrant.Field(reentrant.NewClientID(), 4)
+			r, err := watchdog.New(rc, watchdog.Config{Lease: time.Minute, Interval: time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			for _, name := range acquire(b, rc, b.Name(), field, n, time.Minute) {
+				r.Track(name, field, time.Minute, true, now, nil)
+			}
+			var tk watchdog.Tick
+			for b.Loop() {
+				tk = r.Tick(context.Background())
+				if tk.Renewed != n {
+					b.Fatalf("renewed %d of %d", tk.Renewed, n)
+				}
+			}
+			b.ReportMetric(float64(tk.RoundTrips), "roundtrips/tick")
+			b.ReportMetric(float64(tk.Commands), "commands/tick")
+			rc.Do(context.Background(), rc.B().Flushall().Build())
+		})
+	}
+}
