@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// inspectJSON runs "rlock inspect --json" and decodes its output.
+func inspectJSON(t *testing.T, addr, name string) lockInfo {
+	t.Helper()
+	r := runRlock(t, "inspect", "--addr", addr, "--json", name)
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+	}
+	var info lockInfo
+	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
+		t.Fatalf("%v in %s", err, r.stdout)
+	}
+	return info
+}
+
+func TestInspectReentrantLock(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	name := lockName(t)
+	m := c.Mutex(name)
+	ctx := context.Background()
+	h, err := m.TryLock(ctx, lock.Fenced())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Unlock(ctx)
+	h2, err := m.Lock(h.Context(), lock.Fenced()) // re-entry: hold count 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Unlock(ctx)
+	owner := strconv.FormatUint(h.Owner(), 10)
+
+	t.Run("json", func(t *testing.T) {
+		info := inspectJSON(t, srv.Addr(), name)
+		if !info.Locked || info.Type != "hash" || !info.Redisson {
+			t.Fatalf("locked %v, type %q, redisson %v", info.Locked, info.Type, info.Redisson)
+		}
+		if len(info.Holders) != 1 {
+			t.Fatalf("holders %+v", info.Holders)
+		}
+		want := holder{Field: c.ID() + ":" + owner, ClientID: c.ID(), OwnerID: owner, Count: 2}
+		if info.Holders[0] != want {
+			t.Fatalf("holder %+v, want %+v", info.Holders[0], want)
+		}
+		if info.TTLMillis <= 0 || info.TTLMillis > lock.DefaultWatchdogTimeout.Milliseconds() {
+			t.Fatalf("ttl_ms %d", info.TTLMillis)
+		}
+		if info.Channel != reentrant.ChannelName(name) || info.TokenKey != reentrant.TokenName(name) {
+			t.Fatalf("channel %q, token key %q", info.Channel, info.TokenKey)
+		}
+		if info.FenceToken == nil || uint64(*info.FenceToken) != h2.Fence() {
+			t.Fatalf("fence token %v, want %d", info.FenceToken, h2.Fence())
+		}
+		if info.Subscribers != 0 || info.ShardSubscribers == nil || *info.ShardSubscribers != 0 {
+			t.Fatalf("subscribers %d, shard %v", info.Subscribers, info.ShardSubscribers)
+		}
+	})
+
+	t.Run("text", func(t *testing.T) {
+		r := runRlock(t, "inspect", "--addr", srv.Addr(), name)
+		if r.code != 0 {
+			t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+		}
+		for _, want := range []string{
+			"locked", "Redisson RLock", "client " + c.ID(), "owner " + owner, "hold count 2",
+			reentrant.ChannelName(name), "fence token:", strconv.FormatUint(h2.Fence(), 10),
+		} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("output lacks %q:\n%s", want, r.stdout)
+			}
+		}
+	})
+
+	t.Run("waiter", func(t *testing.T) {
+		other := newClient(t, srv.Addr(), lock.Config{})
+		wctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = other.Mutex(name).TryLock(wctx, lock.Wait(time.Minute)) // ends with cancel
+		}()
+		defer func() { cancel(); wg.Wait() }()
+		// Polls inspect itself: the waiter's subscription is what it shows.
+		waitFor(t, "inspect to show one subscriber", func() bool {
+			return inspectJSON(t, srv.Addr(), name).Subscribers == 1
+		})
+	})
+}
+
+func TestInspectHandWritten(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	rc := c.Redis()
+	ctx := context.Background()
+	do := func(cmd ...string) {
+		t.Helper()
+		if err := rc.Do(ctx, rc.B().Arbitrary(cmd[0]).Args(cmd[1:]...).Build()).Error(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+
+	t.Run("Redisson layout", func(t *testing.T) {
+		// What a Java service's redisson.getFencedLock(name).lock() leaves:
+		// thread 87 of client 1b4e28ba-..., held three times, token 41.
+		name := lockName(t)
+		const uuid = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
+		do("HSET", name, uuid+":87", "3")
+		do("PEXPIRE", name, "20000")
+		do("SET", reentrant.TokenName(name), "41")
+		info := inspectJSON(t, srv.Addr(), name)
+		want := holder{Field: uuid + ":87", ClientID: uuid, OwnerID: "87", Count: 3}
+		if !info.Locked || !info.Redisson || len(info.Holders) != 1 || info.Holders[0] != want {
+			t.Fatalf("locked %v, redisson %v, holders %+v; want %+v", info.Locked, info.Redisson, info.Holders, want)
+		}
+		if info.FenceToken == nil || *info.FenceToken != 41 || info.TTLMillis <= 0 {
+			t.Fatalf("fence token %v, ttl %d", info.FenceToken, info.TTLMillis)
+		}
+	})
+
+	t.Run("other hash", func(t *testing.T) {
+		name := lockName(t)
+		do("HSET", name, "color", "blue")
+		info := inspectJSON(t, srv.Addr(), name)
+		if !info.Locked || info.Redisson || len(info.Holders) != 1 || info.Holders[0].Value != "blue" {
+			t.Fatalf("%+v", info)
+		}
+		if info.TTLMillis != -1 || info.FenceToken != nil {
+			t.Fatalf("ttl %d, token %v", info.TTLMillis, info.FenceToken)
+		}
+		r := runRlock(t, "inspect", "--addr", srv.Addr(), name)
+		if r.code != 0 || !strings.Contains(r.stdout, "not Redisson's") {
+			t.Fatalf("exit %d, stdout %s", r.code, r.stdout)
+		}
+	})
+
+	t.Run("not a hash", func(t *testing.T) {
+		name := lockName(t)
+		do("SET", name, "x")
+		r := runRlock(t, "inspect", "--addr", srv.Addr(), name)
+		if r.code != 0 || !strings.Contains(r.stdout, "not a lock: the key is a string") {
+			t.Fatalf("exit %d, stdout %s", r.code, r.stdout)
+		}
+	})
+}
+
+func TestInspectNotLocked(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	name := lockName(t)
+	r := runRlock(t, "inspect", name, "--addr", srv.Addr()) // flags after the name too
+	if r.code != 0 || !strings.Contains(r.stdout, "not locked") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	info := inspectJSON(t, srv.Addr(), name)
+	if info.Locked || info.Type != "none" || info.TTLMillis != -2 || len(info.Holders) != 0 {
+		t.Fatalf("%+v", info)
+	}
+}
+
+func TestInspectErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	srv := newServer(t, integration.Options{Password: "s3cret"})
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"no name", []string{"--addr", closed}, exitUsage},
+		{"two names", []string{"--addr", closed, "a", "b"}, exitUsage},
+		{"unknown flag", []string{"--addr", closed, "--bogus", "a"}, exitUsage},
+		{"unreachable", []string{"--addr", closed, "a"}, exitError},
+		{"wrong password", []string{"--addr", srv.Addr(), "--password", "wrong", "a"}, exitError},
+		{"right password", []string{"--addr", srv.Addr(), "--password", "s3cret", "a"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runRlock(t, append([]string{"inspect"}, tc.args...)...)
+			if r.code != tc.want {
+				t.Fatalf("exit %d, want %d; stderr: %s", r.code, tc.want, r.stderr)
+			}
+			if tc.want != 0 && !strings.HasPrefix(r.stderr, "rlock: ") {
+				t.Fatalf("stderr %q", r.stderr)
+			}
+		})
+	}
+}
