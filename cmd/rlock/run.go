@@ -39,6 +39,7 @@ Exit codes:
   N     the command's status (128+signo if a signal killed it)
   64    bad usage
   69    Redis unreachable
+  70    internal error
   75    lock not acquired within --wait (see --conflict-exit-code)
   76    lock lost while the command ran
   77    Redis refused the credentials
