@@ -54,6 +54,7 @@ func client(t testing.TB) rueidis.Client {
 // acquire takes n locks named prefix:i for field with lease, in one round trip.
 func acquire(t testing.TB, rc rueidis.Client, prefix, field string, n int, lease time.Duration) []string {
 	t.Helper()
+	prefix += ":" + reentrant.NewRequestID()[:8] // unique across -count runs
 	names := make([]string, n)
 	cmds := make([]rueidis.Completed, n)
 	for i := range names {
@@ -62,7 +63,7 @@ func acquire(t testing.TB, rc rueidis.Client, prefix, field string, n int, lease
 	}
 	for i, res := range rc.DoMulti(context.Background(), cmds...) {
 		if err := res.Error(); !rueidis.IsRedisNil(err) {
-			t.Fatalf("acquire %s: %v", names[i], err)
+			t.Fatalf("acquire %s: %v (want the nil reply of an acquisition)", names[i], res)
 		}
 	}
 	return names
