@@ -63,7 +63,6 @@ type Hub struct {
 	// message hooks run on the connection's reader goroutine and take it.
 	mu       sync.Mutex
 	conn     rueidis.DedicatedClient
-	release  func()
 	gen      uint64 // connection generation, bumped on every reconnect
 	channels map[string]*channel
 	confirms map[string]chan struct{}
@@ -207,7 +206,7 @@ func (h *Hub) connectLocked() error {
 		return nil
 	}
 	h.mu.Unlock()
-	conn, release := h.c.Dedicate()
+	conn, _ := h.c.Dedicate() // Close returns it to rueidis
 	broken := conn.SetPubSubHooks(rueidis.PubSubHooks{
 		OnMessage:      h.onMessage,
 		OnSubscription: h.onSubscription,
@@ -218,7 +217,7 @@ func (h *Hub) connectLocked() error {
 		conn.Close()
 		return ErrClosed
 	}
-	h.conn, h.release = conn, release
+	h.conn = conn
 	h.gen++
 	gen := h.gen
 	h.mu.Unlock()
@@ -287,6 +286,8 @@ func (h *Hub) watch(gen uint64, broken <-chan error) {
 		h.mu.Unlock()
 		return
 	}
+	old := h.conn
+	h.conn = nil // from now on, a Subscribe connects anew
 	for _, ch := range h.channels {
 		ch.subscribed = false
 		for _, w := range ch.waiters {
@@ -295,6 +296,9 @@ func (h *Hub) watch(gen uint64, broken <-chan error) {
 	}
 	delay := h.bo.NextBackOff()
 	h.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 	if h.opts.OnReconnect != nil {
 		h.opts.OnReconnect(err)
 	}
@@ -311,20 +315,15 @@ func (h *Hub) watch(gen uint64, broken <-chan error) {
 	}
 	defer h.unlockSub()
 	h.mu.Lock()
-	if h.gen != gen || h.closed {
+	if h.gen != gen || h.conn != nil || h.closed {
 		h.mu.Unlock()
 		return // a Subscribe has connected meanwhile
 	}
-	old := h.conn
-	h.conn, h.release = nil, nil
 	names := make([]string, 0, len(h.channels))
 	for n := range h.channels {
 		names = append(names, n)
 	}
 	h.mu.Unlock()
-	if old != nil {
-		old.Close()
-	}
 	if len(names) == 0 {
 		return // the next Subscribe connects
 	}
@@ -376,7 +375,7 @@ func (h *Hub) Close() {
 	h.closed = true
 	close(h.stop)
 	conn := h.conn
-	h.conn, h.release = nil, nil
+	h.conn = nil
 	h.mu.Unlock()
 	if conn != nil {
 		conn.Close()

@@ -1,0 +1,205 @@
+package pubsub_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/pubsub"
+)
+
+var srv *integration.Server
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s, err := integration.StartRedis(ctx, integration.Options{})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pubsub tests need redis-server:", err)
+		os.Exit(1)
+	}
+	srv = s
+	code := m.Run()
+	s.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func client(t testing.TB) rueidis.Client {
+	t.Helper()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.DirectAddr()}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func publish(t testing.TB, rc rueidis.Client, ch, msg string) int64 {
+	t.Helper()
+	n, err := rc.Do(context.Background(), rc.B().Publish().Channel(ch).Message(msg).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func numsub(t testing.TB, rc rueidis.Client, ch string) int64 {
+	t.Helper()
+	m, err := rc.Do(context.Background(), rc.B().PubsubNumsub().Channel(ch).Build()).AsIntMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[ch]
+}
+
+func pending(w *pubsub.Waiter) (pubsub.Reason, bool) {
+	select {
+	case r := <-w.C():
+		return r, true
+	default:
+		return 0, false
+	}
+}
+
+// A "0" wakes one waiter, the longest-waiting; "1" wakes all. Subscribe
+// returns after the server's confirmation: a publish right after it is
+// received (PUBLISH reports one receiving connection).
+func TestWakeOneAndWakeAll(t *testing.T) {
+	rc := client(t)
+	h := pubsub.New(rc, pubsub.Options{})
+	defer h.Close()
+	ch := t.Name()
+	var ws []*pubsub.Waiter
+	for i := 0; i < 3; i++ {
+		w, err := h.Subscribe(context.Background(), ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	if n := numsub(t, rc, ch); n != 1 {
+		t.Fatalf("NUMSUB %d, want 1 connection for 3 waiters", n)
+	}
+	if n := publish(t, rc, ch, "0"); n != 1 {
+		t.Fatalf("PUBLISH reached %d connections, want 1", n)
+	}
+	if r := <-ws[0].C(); r != pubsub.Message {
+		t.Fatalf("first waiter woken by %v", r)
+	}
+	// Wake-ups go to the longest-waiting waiter without one pending: ws[0]
+	// consumed its own (and, say, failed to acquire), so it is woken again.
+	publish(t, rc, ch, "0")
+	if r := <-ws[0].C(); r != pubsub.Message {
+		t.Fatalf("oldest waiter woken by %v", r)
+	}
+	for _, w := range ws[1:] {
+		if _, ok := pending(w); ok {
+			t.Fatal("a message woke more than one waiter")
+		}
+	}
+	publish(t, rc, ch, "1")
+	for i, w := range ws {
+		if r := <-w.C(); r != pubsub.Message {
+			t.Fatalf("waiter %d woken by %v on \"1\"", i, r)
+		}
+	}
+	for _, w := range ws {
+		w.Close()
+	}
+	if n := numsub(t, rc, ch); n != 0 {
+		t.Fatalf("NUMSUB %d after every waiter left, want 0", n)
+	}
+}
+
+// A waiter that leaves without consuming its wake-up hands it on.
+func TestUnconsumedWakeUpIsHandedOn(t *testing.T) {
+	rc := client(t)
+	h := pubsub.New(rc, pubsub.Options{})
+	defer h.Close()
+	ch := t.Name()
+	a, err := h.Subscribe(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.Subscribe(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync, err := h.Subscribe(context.Background(), ch+":sync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sync.Close()
+	publish(t, rc, ch, "0")
+	// Messages of one connection are handled in order: once the second
+	// channel's message arrived, the first reached a.
+	publish(t, rc, ch+":sync", "0")
+	<-sync.C()
+	if len(a.C()) != 1 || len(b.C()) != 0 {
+		t.Fatalf("pending wake-ups a=%d b=%d, want 1, 0", len(a.C()), len(b.C()))
+	}
+	a.Close()
+	if r := <-b.C(); r != pubsub.Message {
+		t.Fatalf("handed-on wake-up has reason %v", r)
+	}
+	b.Close()
+}
+
+// A broken connection wakes every waiter with Reconnect and re-subscribes.
+func TestReconnectWakesAllAndResubscribes(t *testing.T) {
+	rc := client(t)
+	reconnected := make(chan error, 4)
+	h := pubsub.New(rc, pubsub.Options{OnReconnect: func(err error) { reconnected <- err }})
+	defer h.Close()
+	ch := t.Name()
+	a, err := h.Subscribe(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.Subscribe(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(context.Background(), rc.B().ClientKill().TypePubsub().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	<-reconnected
+	for _, w := range []*pubsub.Waiter{a, b} {
+		if r := <-w.C(); r != pubsub.Reconnect {
+			t.Fatalf("woken by %v, want reconnect", r)
+		}
+	}
+	// A new Subscribe waits for the hub; once it returns, messages flow.
+	c, err := h.Subscribe(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, rc, ch, "1")
+	for _, w := range []*pubsub.Waiter{a, b, c} {
+		if r := <-w.C(); r != pubsub.Message {
+			t.Fatalf("after reconnect woken by %v, want message", r)
+		}
+		w.Close()
+	}
+}
+
+func TestSubscribeAfterClose(t *testing.T) {
+	h := pubsub.New(client(t), pubsub.Options{})
+	h.Close()
+	h.Close()
+	if _, err := h.Subscribe(context.Background(), "x"); err != pubsub.ErrClosed {
+		t.Fatalf("Subscribe after Close = %v, want ErrClosed", err)
+	}
+}
