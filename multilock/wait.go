@@ -36,24 +36,51 @@ import (
 // channels; a master whose subscription failed has none (its releases
 // then end no sleep, the timers still do).
 type watches struct {
-	l  *Lock
-	ws []*lock.Watch
+	l      *Lock
+	mu     sync.Mutex
+	ws     []*lock.Watch
+	closed bool
 }
 
-// watch subscribes on every master in parallel, each bounded by timeout.
+// watch subscribes on every master in parallel and waits up to timeout. A
+// subscription still under way then (the first one of a Client connects,
+// and a stopped master makes that last until the dial gives up) goes on
+// in the background and joins the later sleeps when it succeeds.
 func (l *Lock) watch(ctx context.Context, timeout time.Duration) *watches {
 	w := &watches{l: l, ws: make([]*lock.Watch, len(l.ms))}
-	var wg sync.WaitGroup
+	done := make(chan struct{}, len(l.ms))
+	sctx := context.WithoutCancel(ctx)
 	for i, m := range l.ms {
-		wg.Go(func() {
-			wctx, cancel := context.WithTimeout(ctx, timeout)
+		l.bg.Add(1)
+		go func() {
+			defer l.bg.Done()
+			defer func() { done <- struct{}{} }()
+			wctx, cancel := context.WithTimeout(sctx, timeout)
 			defer cancel()
-			if x, err := m.Watch(wctx); err == nil {
-				w.ws[i] = x
+			x, err := m.Watch(wctx)
+			if err != nil {
+				return
 			}
-		})
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.closed {
+				x.Close()
+				return
+			}
+			w.ws[i] = x
+		}()
 	}
-	wg.Wait()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for range l.ms {
+		select {
+		case <-done:
+		case <-t.C:
+			return w
+		case <-ctx.Done():
+			return w
+		}
+	}
 	return w
 }
 
@@ -63,11 +90,22 @@ func (w *watches) close() {
 	if w == nil {
 		return
 	}
-	for _, x := range w.ws {
+	w.mu.Lock()
+	w.closed = true
+	ws := w.ws
+	w.mu.Unlock()
+	for _, x := range ws {
 		if x != nil {
 			x.Close()
 		}
 	}
+}
+
+// current returns the watches subscribed so far.
+func (w *watches) current() []*lock.Watch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]*lock.Watch(nil), w.ws...)
 }
 
 // drain drops a pending wake-up of the masters where the call just
@@ -75,8 +113,9 @@ func (w *watches) close() {
 // (Best effort: the message may come later, and then ends the next sleep
 // early; the next round is then one unneeded attempt.)
 func (w *watches) drain(masters []int) {
+	ws := w.current()
 	for _, i := range masters {
-		if x := w.ws[i]; x != nil {
+		if x := ws[i]; x != nil {
 			select {
 			case <-x.C():
 			default:
@@ -90,11 +129,12 @@ func (w *watches) drain(masters []int) {
 func (w *watches) sleep(ctx context.Context, o *options, d time.Duration, reason lock.WakeReason) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	cases := make([]reflect.SelectCase, 2, 2+len(w.ws))
+	ws := w.current()
+	cases := make([]reflect.SelectCase, 2, 2+len(ws))
 	cases[0] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
 	cases[1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)}
-	idx := make([]int, 0, len(w.ws))
-	for i, x := range w.ws {
+	idx := make([]int, 0, len(ws))
+	for i, x := range ws {
 		if x != nil {
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(x.C())})
 			idx = append(idx, i)
