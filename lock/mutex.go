@@ -63,7 +63,7 @@ func Wait(d time.Duration) Option {
 
 // Lease holds the lock for d without the watchdog: it expires d after it
 // was acquired unless released before (Redisson's leaseTime). The Held's
-// context is then cancelled with ErrLockLost, within one RenewInterval.
+// context is then cancelled with ErrLockLost when the lease ends.
 // Without Lease, the watchdog keeps the lock for as long as it is held.
 func Lease(d time.Duration) Option {
 	return func(o *options) error {

@@ -14,7 +14,8 @@
 //     lease must have run out: the last successful renewal's send time
 //     plus the lease, on the monotonic clock; or
 //   - an entry tracked without renewal (an explicit lease) reaches the end
-//     of its lease.
+//     of its lease: Run wakes for the earliest such end, so this is
+//     reported when it happens, not at the next tick.
 //
 // A tick that comes late (CPU starvation, a stopped process) still renews
 // what the server says is held: an answer of 1 proves the hold never

@@ -54,7 +54,7 @@ func (r *Registry) Tick(ctx context.Context) Tick {
 	for _, e := range expired {
 		tk.Lost++
 		if e.onLost != nil {
-			e.onLost(&LossError{Name: e.name, Reason: "lease of " + e.lease.String() + " ran out"})
+			e.onLost(leaseEnded(e))
 		}
 	}
 	if len(batch) == 0 {
