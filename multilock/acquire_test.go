@@ -210,6 +210,14 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 	if !errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
 		t.Errorf("Lock cancelled while waiting: %v, want ErrNotAcquired and context.Canceled", err)
 	}
+	// Only the holder's field is left on every master.
+	multilock.WaitBackground(l)
+	for i, rc := range raws(t, shared) {
+		fields, err := rc.Do(bg(t), rc.B().Hkeys().Key(n).Build()).AsStrSlice()
+		if err != nil || len(fields) != 1 {
+			t.Errorf("master %d: fields %v, %v; want the holder's alone", i, fields, err)
+		}
+	}
 }
 
 func TestClosedClients(t *testing.T) {
