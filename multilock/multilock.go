@@ -164,7 +164,7 @@ func (l *Lock) acquire(ctx context.Context, blocking bool, opts []Option) (*Held
 			ws = l.watch(ctx, min(left, o.perMaster))
 			continue
 		}
-		ws.drain(out.released) // our own releases' messages wake nobody
+		ws.drain(out.released) // the messages of our own releases must not end the sleep
 		var d time.Duration
 		reason := WakeDelay
 		if out.busy(l) && out.ttl > 0 {
