@@ -256,6 +256,10 @@ func (c *Client) releaseAll(ctx context.Context, h *holding) error {
 	return err
 }
 
+// latchFlushDelay is how long answered unlock latches gather before the
+// cleaner deletes them together.
+const latchFlushDelay = time.Second
+
 // cleanLatches deletes answered unlock latches in batches, off the
 // Unlock path (they also expire by themselves).
 func (c *Client) cleanLatches(ctx context.Context) {
@@ -265,6 +269,14 @@ func (c *Client) cleanLatches(ctx context.Context) {
 			c.deleteLatches(nil)
 			return
 		case k := <-c.latches:
+			// Gather a second's worth, then delete them in one round trip:
+			// off the Unlock path, and not one command per Unlock.
+			t := time.NewTimer(latchFlushDelay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
 			c.deleteLatches(&k)
 		}
 	}
@@ -280,7 +292,7 @@ func (c *Client) deleteLatches(first *string) {
 	if first != nil {
 		batch = append(batch, c.rc.B().Del().Key(*first).Build())
 	}
-	for len(batch) < 256 {
+	for len(batch) < cap(c.latches) {
 		select {
 		case k := <-c.latches:
 			batch = append(batch, c.rc.B().Del().Key(k).Build())

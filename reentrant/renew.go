@@ -32,18 +32,21 @@ func (b *RenewBatch) Eval(c rueidis.Client, i int) rueidis.Completed {
 	return RenewScript.Eval(c, b.keys[i], b.args[i])
 }
 
-// BuildRenew groups holds by cluster slot (one command may only touch one
-// slot), splits each group into chunks of at most MaxRenewBatch and builds
-// one EVALSHA per chunk. Send them together with DoMulti: one round trip
-// however many locks are held. On a standalone server every key is in the
-// same group.
+// BuildRenew splits holds into chunks of at most MaxRenewBatch and builds
+// one EVALSHA per chunk; in a Redis Cluster it first groups them by slot,
+// since one command may only touch one slot. Send them together with
+// DoMulti: one round trip however many locks are held.
 func BuildRenew(c rueidis.Client, lease time.Duration, holds []Hold) RenewBatch {
 	var b RenewBatch
 	groups := map[uint16][]Hold{}
 	var order []uint16
+	cluster := c.Mode() == rueidis.ClientModeCluster
 	for _, h := range holds {
-		probe := c.B().Pttl().Key(h.Name).Build()
-		slot := probe.Slot()
+		var slot uint16
+		if cluster {
+			probe := c.B().Pttl().Key(h.Name).Build()
+			slot = probe.Slot()
+		}
 		if _, ok := groups[slot]; !ok {
 			order = append(order, slot)
 		}
