@@ -60,14 +60,15 @@ type fakeClock struct {
 	calibrated bool      // procStart was measured through the server
 }
 
-// newFakeClock prepares a clock in dir starting at real time with rate.
-func newFakeClock(dir string, rate float64) (*fakeClock, error) {
+// newFakeClock prepares a clock in dir starting at real time with rate,
+// for a server of backend b.
+func newFakeClock(dir string, rate float64, b Backend) (*fakeClock, error) {
 	lib := os.Getenv("RLOCK_LIBFAKETIME")
 	if lib == "" {
 		lib = firstFile(libfaketimePaths)
 	}
 	if lib == "" {
-		return nil, unavailable(BackendProcess, "ClockRate needs libfaketime (Debian package faketime) or RLOCK_LIBFAKETIME")
+		return nil, unavailable(b, "ClockRate needs libfaketime (Debian package faketime) or RLOCK_LIBFAKETIME")
 	}
 	preload := lib
 	if md := firstFile(mallocDebugPaths); md != "" {
@@ -86,10 +87,14 @@ func newFakeClock(dir string, rate float64) (*fakeClock, error) {
 }
 
 // env is what a process needs in its environment to run on this clock.
-func (c *fakeClock) env() []string {
+func (c *fakeClock) env() []string { return c.envAt(c.spec) }
+
+// envAt is env for a process that sees the spec file at spec, as a
+// container does through its mount.
+func (c *fakeClock) envAt(spec string) []string {
 	return []string{
 		"LD_PRELOAD=" + c.preload,
-		"FAKETIME_TIMESTAMP_FILE=" + c.spec,
+		"FAKETIME_TIMESTAMP_FILE=" + spec,
 		"FAKETIME_NO_CACHE=1",
 	}
 }

@@ -9,7 +9,10 @@ import (
 )
 
 func TestFastClockExpiresKeysEarly(t *testing.T) {
-	s := Redis(t, Options{Backend: BackendProcess, ClockRate: 10})
+	forEachBackend(t, Options{ClockRate: 10}, testFastClock)
+}
+
+func testFastClock(t *testing.T, s *Server) {
 	ctx := testCtx(t)
 	c := newClient(t, s.Addr(), "")
 	const ttl = 4 * time.Second
@@ -28,7 +31,10 @@ func TestFastClockExpiresKeysEarly(t *testing.T) {
 }
 
 func TestSetClockRate(t *testing.T) {
-	s := Redis(t, Options{Backend: BackendProcess, ClockRate: 1})
+	forEachBackend(t, Options{ClockRate: 1}, testSetClockRate)
+}
+
+func testSetClockRate(t *testing.T, s *Server) {
 	ctx := testCtx(t)
 	c := newClient(t, s.DirectAddr(), "")
 	before, err := serverTime(ctx, s.DirectAddr(), "")
@@ -70,10 +76,11 @@ func TestSetClockRate(t *testing.T) {
 }
 
 func TestSetClockRateWithoutClock(t *testing.T) {
-	s := Redis(t, Options{Backend: BackendProcess})
-	if err := s.SetClockRate(testCtx(t), 2); !errors.Is(err, ErrNoClock) {
-		t.Fatalf("SetClockRate without ClockRate: %v, want ErrNoClock", err)
-	}
+	forEachBackend(t, Options{}, func(t *testing.T, s *Server) {
+		if err := s.SetClockRate(testCtx(t), 2); !errors.Is(err, ErrNoClock) {
+			t.Fatalf("SetClockRate without ClockRate: %v, want ErrNoClock", err)
+		}
+	})
 }
 
 // waitGone polls EXISTS until key is gone or within has passed in real time.

@@ -2,9 +2,20 @@
 // into them: kill, restart on the same port (with or without data), pause
 // (SIGSTOP), network partition and a fast or slow server clock.
 //
-// Each [Server] is a redis-server process in its own temporary directory,
-// bound to 127.0.0.1 only, fronted by a loopback TCP proxy that the Server
-// owns. Clients under test connect to [Server.Addr] (the proxy) so that
+// Each [Server] is a redis-server in its own temporary directory, fronted by
+// a loopback TCP proxy that the Server owns. Two backends run it:
+//
+//   - [BackendProcess]: redis-server from PATH as a child process, bound to
+//     127.0.0.1. Kill is SIGKILL, Pause is SIGSTOP, Resume SIGCONT.
+//   - [BackendDocker]: a container of a local image built from the host's
+//     redis-server and its libraries (docker/build-image.sh; the backend
+//     builds it itself when missing, and never pulls), through
+//     testcontainers-go, its port published on 127.0.0.1 only. Kill is
+//     docker kill (SIGKILL), Pause and Resume freeze and thaw the container,
+//     the data directory is a bind mount of the host's temporary directory.
+//
+// On both, Partition is done by the proxy, Restart reuses the same ports, and
+// ClockRate runs the server under libfaketime. Clients under test connect to [Server.Addr] (the proxy) so that
 // [Server.Partition] can cut them off; administrative code and benchmarks may
 // use [Server.DirectAddr], which no fault except Kill and Pause affects.
 //
@@ -19,10 +30,14 @@
 // Pdeathsig=SIGKILL, so the kernel kills it when the thread that started it
 // exits, even when the binary itself is killed. (Go only ends an OS thread
 // when a goroutine exits while locked to it with runtime.LockOSThread; a test
-// that does so may lose a server early.)
+// that does so may lose a server early.) Containers cannot be tied to the
+// binary that way, and Ryuk, which would remove them, is disabled because
+// it would have to be pulled; so a killed binary leaves its containers and
+// temporary directories behind until the next binary using this package on
+// the same machine starts its first server and removes them.
 //
-// The package imports no other package of this module and only the standard
-// library, so every package of the module may use it in its tests.
+// The package imports no other package of this module, so every package of
+// the module may use it in its tests.
 //
 // What the package does not do: it does not emulate latency or packet loss,
 // it does not run Redis Cluster or Sentinel, and every wait is bounded (by the

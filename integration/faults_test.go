@@ -125,7 +125,10 @@ func TestPartition(t *testing.T) {
 }
 
 func TestPartitionHeldConnectionForwardedOnHeal(t *testing.T) {
-	s := Redis(t, Options{Backend: BackendProcess})
+	forEachBackend(t, Options{}, testHeldConnection)
+}
+
+func testHeldConnection(t *testing.T, s *Server) {
 	ctx := testCtx(t)
 	if err := s.Partition(ctx); err != nil {
 		t.Fatalf("Partition: %v", err)
@@ -231,7 +234,13 @@ func TestCloseIsIdempotent(t *testing.T) {
 }
 
 func TestMasters(t *testing.T) {
-	servers := Masters(t, 3, Options{Backend: BackendProcess})
+	for _, b := range Backends() {
+		t.Run(string(b), func(t *testing.T) { testMasters(t, b) })
+	}
+}
+
+func testMasters(t *testing.T, b Backend) {
+	servers := Masters(t, 3, Options{Backend: b})
 	ctx := testCtx(t)
 	seen := map[string]bool{}
 	for _, s := range servers {

@@ -51,9 +51,9 @@ func newProcess(ctx context.Context, opts Options) (*process, error) {
 	if err != nil {
 		return nil, unavailable(BackendProcess, "%s not on PATH: %w", redisServerBin, err)
 	}
-	root, err := os.MkdirTemp("", "rlock-redis-")
+	root, err := makeRoot()
 	if err != nil {
-		return nil, fmt.Errorf("rlock: integration: %w", err)
+		return nil, err
 	}
 	p := &process{
 		opts: opts,
@@ -66,7 +66,7 @@ func newProcess(ctx context.Context, opts Options) (*process, error) {
 		return nil, errors.Join(fmt.Errorf("rlock: integration: %w", err), os.RemoveAll(root))
 	}
 	if opts.ClockRate > 0 {
-		if p.clock, err = newFakeClock(root, opts.ClockRate); err != nil {
+		if p.clock, err = newFakeClock(root, opts.ClockRate, BackendProcess); err != nil {
 			return nil, errors.Join(err, os.RemoveAll(root))
 		}
 	}

@@ -43,9 +43,12 @@ type Options struct {
 	Args []string
 
 	// ClockRate, when above 0, runs the server's clock at this multiple of
-	// real time through libfaketime (process backend only): 10 makes a
-	// 10-second TTL expire after about one real second. 0 leaves the clock
-	// alone, and SetClockRate is then refused.
+	// real time through libfaketime: 10 makes a 10-second TTL expire after
+	// about one real second. 0 leaves the clock alone, and SetClockRate is
+	// then refused. It needs libfaketime on the host (Debian package
+	// faketime), and on the Docker backend an image built on a host that had
+	// it: the image carries the host's copy, and without it the container's
+	// clock would silently stay real.
 	ClockRate float64
 }
 
@@ -103,6 +106,7 @@ func StartRedis(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	reapDirs()
 	var b backend
 	switch kind {
 	case BackendProcess:
@@ -193,8 +197,10 @@ func (s *Server) Ping(ctx context.Context) error {
 	return ping(ctx, s.DirectAddr(), s.opts.Password)
 }
 
-// Kill kills the server with SIGKILL and waits until it has exited. Clients
-// see their connections reset and new connections refused until Restart.
+// Kill kills the server with SIGKILL (docker kill on the Docker backend) and
+// waits until it has exited. Clients see their connections reset; until
+// Restart, DirectAddr refuses connections and Addr accepts them only to reset
+// them at once.
 //
 // May return ErrNotRunning, ErrClosed, or ctx's error.
 func (s *Server) Kill(ctx context.Context) error {

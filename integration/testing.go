@@ -54,14 +54,14 @@ func skipOrFail(tb testing.TB, err error) {
 	tb.Helper()
 	missing := unavailableBackends(err)
 	if len(missing) == 0 {
-		tb.Fatalf("rlock: integration: %v", err)
+		tb.Fatalf("%v", err)
 	}
 	for _, b := range missing {
 		if Required(b) {
 			tb.Fatalf("rlock: integration: %s=%q requires backend %s: %v", RequireEnv, os.Getenv(RequireEnv), b, err)
 		}
 	}
-	tb.Skipf("rlock: integration: %v", err)
+	tb.Skipf("%v", err)
 }
 
 // Required reports whether RLOCK_REQUIRE names backend b.

@@ -39,7 +39,7 @@ func (r *recordingTB) run(err error) {
 func TestRequireTurnsSkipIntoFailure(t *testing.T) {
 	dockerMissing := unavailable(BackendDocker, "no daemon")
 	bothMissing := errors.Join(unavailable(BackendProcess, "no redis-server"), dockerMissing)
-	for _, c := range []struct {
+	for i, c := range []struct {
 		require string
 		err     error
 		fail    bool
@@ -51,7 +51,7 @@ func TestRequireTurnsSkipIntoFailure(t *testing.T) {
 		{"process", bothMissing, true},
 		{"", errors.New("redis-server crashed"), true},
 	} {
-		t.Run(fmt.Sprintf("%q/%v", c.require, c.err), func(t *testing.T) {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Setenv(RequireEnv, c.require)
 			r := &recordingTB{TB: t}
 			r.run(c.err)

@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/moby/moby/client"
+)
+
+// A test binary that is killed cannot clean up: Pdeathsig ends its
+// redis-server processes, but its temporary directories stay, and without
+// Ryuk so do its containers. Each directory holds an "owner" file and each
+// container an owner label: "<boot id>/<pid>/<start time>" of the process
+// that created it. The first server a process starts removes the
+// directories and containers whose owner no longer runs on this boot of this
+// machine. Anything else (other machines sharing a Docker daemon, directories
+// without an owner file) is left alone.
+
+// ownerID identifies this process across PID reuse.
+var ownerID = sync.OnceValue(func() string {
+	return processID(os.Getpid())
+})
+
+// processID is "<boot id>/<pid>/<start time>" of a live process, or "" when
+// there is none or /proc cannot tell.
+func processID(pid int) string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// Field 22, starttime, counted after the parenthesised command name.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 || fields[0] == "Z" || fields[0] == "X" {
+		return "" // a zombie has exited; its parent has not reaped it
+	}
+	return strings.TrimSpace(string(boot)) + "/" + strconv.Itoa(pid) + "/" + fields[19]
+}
+
+// tempPrefix starts the name of every server directory in os.TempDir().
+const tempPrefix = "rlock-redis-"
+
+// makeRoot creates a server directory owned by this process.
+func makeRoot() (string, error) {
+	root, err := os.MkdirTemp("", tempPrefix)
+	if err != nil {
+		return "", fmt.Errorf("rlock: integration: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "owner"), []byte(ownerID()), 0o644); err != nil {
+		return "", errors.Join(fmt.Errorf("rlock: integration: %w", err), os.RemoveAll(root))
+	}
+	return root, nil
+}
+
+// reapDirs removes, once per process, the server directories of processes
+// that no longer run.
+var reapDirs = sync.OnceFunc(func() {
+	self := ownerID()
+	if self == "" {
+		return
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPrefix+"*"))
+	for _, dir := range dirs {
+		owner, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err == nil && ownerGone(self, string(owner)) {
+			_ = os.RemoveAll(dir)
+		}
+	}
+})
+
+// ownerGone reports whether owner, as written by a process of this machine,
+// names a process that no longer runs. self is this process's owner ID.
+func ownerGone(self, owner string) bool {
+	boot, _, _ := strings.Cut(self, "/")
+	parts := strings.Split(owner, "/")
+	if len(parts) != 3 || parts[0] != boot {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[1])
+	return err == nil && processID(pid) != owner
+}
+
+// reapOrphans removes containers left by processes of this machine that no
+// longer run. Errors are ignored: reaping is a courtesy.
+func reapOrphans(ctx context.Context, cli *client.Client) {
+	self := ownerID()
+	if self == "" {
+		return
+	}
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", labelOwner),
+	})
+	if err != nil {
+		return
+	}
+	for _, c := range list.Items {
+		if !ownerGone(self, c.Labels[labelOwner]) {
+			continue
+		}
+		_, _ = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	}
+}
