@@ -31,9 +31,11 @@
 //     span; it links to the acquire span. On loss it gets an
 //     rlock.lock_lost event (rlock.reason), error.type lock_lost and
 //     status Error.
-//   - rlock.release: one Unlock call, a child of the Unlock context's span,
-//     or of the hold span when that context has none. Attributes
-//     rlock.released (the lock is free) and rlock.held_for (seconds).
+//   - rlock.release: one Unlock call, a child of the Unlock context's span
+//     (linking to the hold span), or of the hold span when that context
+//     has none; no span when neither exists. Attributes rlock.released
+//     (false: a re-entry's release, the lock is still held) and
+//     rlock.held_for (seconds).
 //   - rlock.renew: one watchdog tick on one master, a root span:
 //     rlock.renew.commands, .round_trips, .renewed, .lost, .failed.
 //
