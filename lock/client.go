@@ -248,7 +248,7 @@ func (c *Client) releaseAll(ctx context.Context, h *holding) error {
 	for i := len(helds) - 1; i >= 0; i-- {
 		held := helds[i]
 		if err == nil && h.lost == nil {
-			_, err = c.release(ctx, held)
+			_, err = c.release(ctx, held, nil)
 		}
 		held.finish(ErrClosed)
 	}

@@ -144,15 +144,29 @@ func (c *Client) unlock(ctx context.Context, held *Held) (released bool, err err
 		return false, errors.Join(masterErr(c.addr, "release", err), ctx.Err())
 	}
 	defer c.wd.End(hd.entry)
-	res, err := c.release(ctx, held)
+	res, err := c.release(ctx, held, c.done)
 	if err != nil {
 		return false, err
 	}
-	switch res {
-	case reentrant.StillHeld:
+	if res == reentrant.StillHeld {
 		c.mu.Lock()
 		hd.helds = without(hd.helds, held)
+		last := len(hd.helds) == 0
 		c.mu.Unlock()
+		if !last {
+			held.finish(nil)
+			return false, nil
+		}
+		// Redis counts more holds than there are Helds (a re-entry whose
+		// reply was lost): nobody here holds the lock any more, so give
+		// the extra holds back rather than renew them forever.
+		res, err = c.releaseExtra(ctx, held)
+		if err != nil {
+			return false, err
+		}
+	}
+	switch res {
+	case reentrant.StillHeld:
 		held.finish(nil)
 		return false, nil
 	case reentrant.Released:
@@ -184,9 +198,25 @@ func (c *Client) unlock(ctx context.Context, held *Held) (released bool, err err
 	return false, lost
 }
 
+// releaseExtra releases the holds Redis counts beyond the local ones, each
+// with a request id of its own, until the lock is free.
+func (c *Client) releaseExtra(ctx context.Context, held *Held) (reentrant.ReleaseResult, error) {
+	res := reentrant.StillHeld
+	for i := 0; i < 16 && res == reentrant.StillHeld; i++ {
+		held.mu.Lock()
+		held.request = ""
+		held.mu.Unlock()
+		var err error
+		if res, err = c.release(ctx, held, c.done); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
 // release sends the release script for one hold, retrying lost replies
-// with the hold's request id until ctx ends.
-func (c *Client) release(ctx context.Context, held *Held) (reentrant.ReleaseResult, error) {
+// with the hold's request id until ctx ends or stop closes.
+func (c *Client) release(ctx context.Context, held *Held, stop <-chan struct{}) (reentrant.ReleaseResult, error) {
 	held.mu.Lock()
 	if held.request == "" {
 		held.request = reentrant.NewRequestID()
@@ -222,6 +252,9 @@ func (c *Client) release(ctx context.Context, held *Held) (reentrant.ReleaseResu
 		case <-ctx.Done():
 			t.Stop()
 			return res, errors.Join(err, ctx.Err())
+		case <-stop:
+			t.Stop()
+			return res, errors.Join(err, ErrClosed)
 		}
 		delay = min(2*delay, time.Second)
 	}

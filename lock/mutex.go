@@ -214,11 +214,27 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 }
 
 func notAcquired(name string, ttl time.Duration) error {
-	if ttl >= 0 {
-		return fmt.Errorf("%w: %q is held by another owner for %v more", ErrNotAcquired, name, ttl)
-	}
-	return fmt.Errorf("%w: %q is held by another owner", ErrNotAcquired, name)
+	return &ConflictError{Name: name, TTL: ttl}
 }
+
+// ConflictError is TryLock's ErrNotAcquired when another owner held the
+// lock at the last attempt. errors.Is(err, ErrNotAcquired) holds for it.
+type ConflictError struct {
+	Name string
+	// TTL is the holder's remaining lease at the last attempt; negative
+	// when the key had no expiry.
+	TTL time.Duration
+}
+
+func (e *ConflictError) Error() string {
+	if e.TTL >= 0 {
+		return fmt.Sprintf("rlock: lock not acquired: %q is held by another owner for %v more", e.Name, e.TTL)
+	}
+	return fmt.Sprintf("rlock: lock not acquired: %q is held by another owner", e.Name)
+}
+
+// Unwrap returns ErrNotAcquired.
+func (e *ConflictError) Unwrap() error { return ErrNotAcquired }
 
 // sleep waits for a wake-up, the timeout, ctx or Close.
 func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, d, ttl time.Duration) (time.Duration, error) {
@@ -254,9 +270,10 @@ func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, d, ttl time.D
 	return slept, nil
 }
 
-// attempt sends one acquire script. It is not cancelled by ctx: its
-// outcome must be known (see hold), so it is bounded by CommandTimeout
-// alone.
+// attempt sends one acquire script. It is not cancelled by ctx's
+// cancellation: its outcome must be known (see hold). It is bounded by
+// CommandTimeout and by ctx's deadline; past either, the outcome is
+// unknown and compensate undoes it in the background.
 func (m *Mutex) attempt(ctx context.Context, field string, o options) (reentrant.Attempt, time.Time, error) {
 	c := m.c
 	select {
@@ -272,6 +289,11 @@ func (m *Mutex) attempt(ctx context.Context, field string, o options) (reentrant
 	}
 	actx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
 	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		var cancelDl context.CancelFunc
+		actx, cancelDl = context.WithDeadline(actx, dl)
+		defer cancelDl()
+	}
 	sent := time.Now()
 	var att reentrant.Attempt
 	var err error
@@ -283,7 +305,10 @@ func (m *Mutex) attempt(ctx context.Context, field string, o options) (reentrant
 	if err != nil {
 		err = masterErr(c.addr, "acquire", err)
 		if errors.Is(err, ErrUnavailable) {
-			m.compensate(ctx, field)
+			m.compensate(field)
+		}
+		if ctx.Err() != nil {
+			err = errors.Join(ErrNotAcquired, err, ctx.Err())
 		}
 		return att, sent, err
 	}
@@ -295,7 +320,7 @@ func (m *Mutex) attempt(ctx context.Context, field string, o options) (reentrant
 // hold, and a release takes it back; if it did not, the release finds
 // nothing. Best effort, bounded by CommandTimeout: failing that, the hold
 // expires with its lease (nothing renews it).
-func (m *Mutex) compensate(ctx context.Context, field string) {
+func (m *Mutex) compensate(field string) {
 	c := m.c
 	c.mu.Lock()
 	_, held := c.holdings[key(m.name, field)]
@@ -307,14 +332,21 @@ func (m *Mutex) compensate(ctx context.Context, field string) {
 		Name: m.name, Field: field, Lease: c.cfg.WatchdogTimeout,
 		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: unlockLatchTTL,
 	}
-	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
-	defer cancel()
-	if _, err := r.Run(rctx, c.rc); err == nil {
-		select {
-		case c.latches <- reentrant.LatchName(r.Name, r.RequestID):
-		default:
+	// In the background, so the caller's deadline is not spent twice; the
+	// call is in flight (enter/exit), so Close has not started waiting for
+	// background work yet.
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		rctx, cancel := c.cmdCtx(context.Background())
+		defer cancel()
+		if _, err := r.Run(rctx, c.rc); err == nil {
+			select {
+			case c.latches <- reentrant.LatchName(r.Name, r.RequestID):
+			default:
+			}
 		}
-	}
+	}()
 }
 
 // hold records an acquired hold. When ctx ended (or the Client closed)
