@@ -212,3 +212,31 @@ func TestCloseReleasesWhatIsHeld(t *testing.T) {
 		t.Fatal("the waiter's lock remains after its Client closed")
 	}
 }
+
+// Redis counting more holds than there are Helds (a re-entry whose reply
+// was lost) must not leave the lock held and renewed after the last Unlock.
+func TestLastUnlockGivesBackUncountedHolds(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	rc := raw(t)
+	n := name(t)
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	do(t, rc, "HINCRBY", n, reentrant.Field(c.ID(), h.Owner()), "2") // two holds nobody here knows of
+	must(t, h.Unlock(bg()))
+	if exists(t, rc, n) {
+		t.Fatal("the lock is still held after its last local hold was released")
+	}
+}
+
+func TestConflictErrorCarriesTheHoldersTTL(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	n := name(t)
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	_, err = c.Mutex(n).TryLock(bg())
+	var conflict *lock.ConflictError
+	if !errors.As(err, &conflict) || !errors.Is(err, lock.ErrNotAcquired) || conflict.TTL <= 0 || conflict.Name != n {
+		t.Fatalf("TryLock on a held lock = %v, want a *ConflictError with the TTL", err)
+	}
+	must(t, h.Unlock(bg()))
+}
