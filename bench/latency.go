@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Scenario 1: uncontended Lock+Unlock latency, one goroutine, one key per
+// library, against the floor (two EVALSHA round trips on one rueidis
+// client), the same floor on go-redis (the client under redsync and
+// redislock) and PING.
+
+type latencyResult struct {
+	RTT     summary // PING round trip
+	Floor   summary // two EVALSHA round trips, rueidis
+	FloorGo summary // the same on go-redis
+	Libs    []libLatency
+	Samples int // per library
+
+	floorSamples, floorGoSamples, rttSamples samples
+}
+
+type libLatency struct {
+	Name         string
+	Client       string
+	Total        summary // Lock + Unlock
+	Lock, Unlock summary
+	RatioP50     float64 // to the floor
+	RatioP99     float64
+	RatioOwn     float64 // p50 to the floor on the library's own client
+
+	totalSamples samples
+}
+
+// latencyTarget is one thing whose cycle is timed.
+type latencyTarget struct {
+	name  string
+	cycle func(ctx context.Context) (lock, total time.Duration, err error)
+}
+
+func runLatency(ctx context.Context, p params) (*latencyResult, error) {
+	srv, err := startRedis(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	addr := srv.Addr()
+
+	f, err := newFloor(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	gf, err := newGoFloor(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer gf.Close()
+	floorCycle := func(once func(context.Context, string) error, key string) func(ctx context.Context) (time.Duration, time.Duration, error) {
+		return func(ctx context.Context) (time.Duration, time.Duration, error) {
+			t := time.Now()
+			err := once(ctx, key)
+			d := time.Since(t)
+			return d / 2, d, err
+		}
+	}
+	targets := []latencyTarget{
+		{name: "floor", cycle: floorCycle(f.once, "bench:latency:floor")},
+		{name: "floor (go-redis)", cycle: floorCycle(gf.once, "bench:latency:floor-go")},
+	}
+	libs := []library{libRlock, libRedsync, libRedislock, libRueidislock}
+	for _, lib := range libs {
+		l, err := lib.open(ctx, addr, openOpts{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", lib.name, err)
+		}
+		defer l.Close()
+		key := "bench:latency:" + lib.name
+		targets = append(targets, latencyTarget{name: lib.name, cycle: func(ctx context.Context) (time.Duration, time.Duration, error) {
+			t := time.Now()
+			unlock, err := l.Lock(ctx, key)
+			if err != nil {
+				return 0, 0, err
+			}
+			ld := time.Since(t)
+			err = unlock(ctx)
+			return ld, time.Since(t), err
+		}})
+	}
+
+	type acc struct{ lock, total samples }
+	accs := make([]acc, len(targets))
+	for i, t := range targets { // warm up: connections, script caches
+		for range p.latencyWarmup {
+			if _, _, err := t.cycle(ctx); err != nil {
+				return nil, fmt.Errorf("%s: %w", t.name, err)
+			}
+		}
+		accs[i].lock = make(samples, 0, p.latencyRounds*p.latencyBlock)
+		accs[i].total = make(samples, 0, p.latencyRounds*p.latencyBlock)
+	}
+	// Interleave blocks in a random order per round, so that a noisy
+	// stretch of the machine hits every library alike.
+	for range p.latencyRounds {
+		for _, i := range rand.Perm(len(targets)) {
+			t := targets[i]
+			for range p.latencyBlock {
+				ld, td, err := t.cycle(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", t.name, err)
+				}
+				accs[i].lock = append(accs[i].lock, ld)
+				accs[i].total = append(accs[i].total, td)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	rtt, err := pingRTT(ctx, addr, p.latencyRounds*p.latencyBlock)
+	if err != nil {
+		return nil, err
+	}
+
+	r := &latencyResult{RTT: summarize(rtt), Samples: p.latencyRounds * p.latencyBlock}
+	r.rttSamples = rtt.sorted()
+	r.floorSamples = accs[0].total.sorted()
+	r.Floor = summarize(r.floorSamples)
+	r.floorGoSamples = accs[1].total.sorted()
+	r.FloorGo = summarize(r.floorGoSamples)
+	for i, lib := range libs {
+		a := accs[i+2]
+		unl := make(samples, len(a.total))
+		for j := range a.total {
+			unl[j] = a.total[j] - a.lock[j]
+		}
+		ll := libLatency{Name: lib.name, Client: lib.client, Total: summarize(a.total), Lock: summarize(a.lock), Unlock: summarize(unl), totalSamples: a.total.sorted()}
+		ll.RatioP50 = ratio(ll.Total.P50, r.Floor.P50)
+		ll.RatioP99 = ratio(ll.Total.P99, r.Floor.P99)
+		own := r.Floor.P50
+		if lib.client == "go-redis" {
+			own = r.FloorGo.P50
+		}
+		ll.RatioOwn = ratio(ll.Total.P50, own)
+		logf("  %-12s p50 %v p99 %v  %.2f× floor (%.2f× its client's floor)", ll.Name, ll.Total.P50, ll.Total.P99, ll.RatioP50, ll.RatioOwn)
+		r.Libs = append(r.Libs, ll)
+	}
+	logf("  floor p50 %v, go-redis floor p50 %v, PING p50 %v", r.Floor.P50, r.FloorGo.P50, r.RTT.P50)
+	return r, nil
+}
+
+func (r *latencyResult) check() error {
+	if r.RTT.P50 <= 0 || r.Floor.P50 <= 0 || r.FloorGo.P50 <= 0 || len(r.Libs) != 4 {
+		return fmt.Errorf("latency: missing baselines or libraries")
+	}
+	for _, l := range r.Libs {
+		if l.Total.N == 0 || l.Total.P50 <= 0 || !(l.RatioP50 > 0) {
+			return fmt.Errorf("latency: %s produced no samples", l.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+// Command bench compares rlock with other Go lock libraries on Redis:
+// go-redsync/redsync, bsm/redislock and rueidis's rueidislock, against
+// the floor of two raw EVALSHA round trips. It starts its own
+// redis-server processes on loopback and runs every scenario.
+//
+//	cd bench && go run . -quick   # CI: a few seconds per scenario, checks every number
+//	cd bench && go run .          # full run: writes ../docs/benchmarks.md and ../docs/img/*.svg
+//
+// It is a module of its own so that the peers never enter rlock's go.mod.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// params are the sizes of a run.
+type params struct {
+	quick bool
+
+	latencyWarmup, latencyRounds, latencyBlock int
+
+	goroutines                         int
+	throughputWarmup, throughputWindow time.Duration
+	throughputRounds                   int
+
+	contenders       int
+	hold             time.Duration
+	contentionWindow time.Duration
+
+	handoffIters                   int
+	handoffMinHold, handoffMaxHold time.Duration
+
+	renewCounts               []int
+	renewLease, renewInterval time.Duration
+	renewTicks                int
+
+	redlockRounds, redlockBlock int
+}
+
+func fullParams() params {
+	return params{
+		latencyWarmup: 200, latencyRounds: 10, latencyBlock: 1000,
+		goroutines: 64, throughputWarmup: time.Second, throughputWindow: 4 * time.Second, throughputRounds: 2,
+		contenders: 16, hold: time.Millisecond, contentionWindow: 8 * time.Second,
+		handoffIters: 300, handoffMinHold: 3 * time.Millisecond, handoffMaxHold: 8 * time.Millisecond,
+		renewCounts: []int{1000, 3000, 10000}, renewLease: 5 * time.Second, renewInterval: 500 * time.Millisecond, renewTicks: 10,
+		redlockRounds: 10, redlockBlock: 300,
+	}
+}
+
+func quickParams() params {
+	return params{
+		quick:         true,
+		latencyWarmup: 50, latencyRounds: 2, latencyBlock: 250,
+		goroutines: 64, throughputWarmup: 300 * time.Millisecond, throughputWindow: time.Second, throughputRounds: 1,
+		contenders: 16, hold: time.Millisecond, contentionWindow: 1500 * time.Millisecond,
+		handoffIters: 25, handoffMinHold: 3 * time.Millisecond, handoffMaxHold: 8 * time.Millisecond,
+		renewCounts: []int{1000}, renewLease: 2 * time.Second, renewInterval: 250 * time.Millisecond, renewTicks: 4,
+		redlockRounds: 2, redlockBlock: 100,
+	}
+}
+
+// results is everything a run measured; report.go renders it.
+type results struct {
+	Quick   bool
+	Command string
+	Started time.Time
+	Elapsed time.Duration
+	Machine machine
+	Params  params
+	Errors  []string // scenarios that failed, with why
+
+	Latency    *latencyResult
+	Throughput *throughputResult
+	Contention *contentionResult
+	Handoff    *handoffResult
+	Renewal    *renewalResult
+	RedLock    *redlockResult
+}
+
+// scenario is one numbered scenario of the run.
+type scenario struct {
+	id   string
+	name string
+	run  func(ctx context.Context, p params, r *results) error
+}
+
+var scenarios = []scenario{
+	{"latency", "1. uncontended latency", func(ctx context.Context, p params, r *results) (err error) {
+		r.Latency, err = runLatency(ctx, p)
+		return checked(r.Latency, err)
+	}},
+	{"throughput", "2. parallel throughput", func(ctx context.Context, p params, r *results) (err error) {
+		r.Throughput, err = runThroughput(ctx, p)
+		return checked(r.Throughput, err)
+	}},
+	{"contention", "3. contention", func(ctx context.Context, p params, r *results) (err error) {
+		r.Contention, err = runContention(ctx, p)
+		return checked(r.Contention, err)
+	}},
+	{"handoff", "4. handoff", func(ctx context.Context, p params, r *results) (err error) {
+		r.Handoff, err = runHandoff(ctx, p)
+		return checked(r.Handoff, err)
+	}},
+	{"renewal", "5. renewal at scale", func(ctx context.Context, p params, r *results) (err error) {
+		r.Renewal, err = runRenewal(ctx, p)
+		return checked(r.Renewal, err)
+	}},
+	{"redlock", "6. RedLock over 5 masters", func(ctx context.Context, p params, r *results) (err error) {
+		r.RedLock, err = runRedLock(ctx, p)
+		return checked(r.RedLock, err)
+	}},
+}
+
+type checker interface{ check() error }
+
+func checked[T checker](res T, err error) error {
+	if err != nil {
+		return err
+	}
+	return res.check()
+}
+
+var verbose = true
+
+func logf(format string, args ...any) {
+	if verbose {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "CI mode: a few seconds per scenario; checks that every scenario produced numbers; writes nothing under docs/")
+	out := flag.String("out", filepath.Join("..", "docs", "benchmarks.md"), "full mode: the page whose generated section to (re)write")
+	img := flag.String("img", filepath.Join("..", "docs", "img"), "full mode: where the SVG plots go")
+	results_ := flag.String("results", "results", "quick mode: where to write the generated page for inspection (gitignored)")
+	only := flag.String("only", "", "comma-separated scenarios to run (latency,throughput,contention,handoff,renewal,redlock); default all. A partial run never writes docs/")
+	flag.Parse()
+
+	p := fullParams()
+	if *quick {
+		p = quickParams()
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancelT()
+
+	r := &results{Quick: *quick, Command: command(), Started: time.Now(), Params: p}
+	r.Machine = describeMachine(ctx)
+	want := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
+	}
+	for _, s := range scenarios {
+		if len(want) > 0 && !want[s.id] {
+			continue
+		}
+		logf("%s ...", s.name)
+		t := time.Now()
+		err := s.run(ctx, p, r)
+		if err != nil {
+			logf("%s: FAILED: %v", s.name, err)
+			r.Errors = append(r.Errors, fmt.Sprintf("%s: %v", s.name, err))
+		} else {
+			logf("%s: done in %v", s.name, time.Since(t).Round(time.Millisecond))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	r.Elapsed = time.Since(r.Started)
+
+	var err error
+	switch {
+	case len(want) > 0:
+		err = writeAll(r, filepath.Join(*results_, "partial.md"), filepath.Join(*results_, "img"), "img")
+	case *quick:
+		err = writeAll(r, filepath.Join(*results_, "quick.md"), filepath.Join(*results_, "img"), "img")
+	default:
+		err = writeAll(r, *out, *img, relImg(*out, *img))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: writing the report:", err)
+		os.Exit(1)
+	}
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d scenario(s) failed:\n  %s\n", len(r.Errors), strings.Join(r.Errors, "\n  "))
+		os.Exit(1)
+	}
+	logf("bench: every scenario ran and produced numbers (%v)", r.Elapsed.Round(time.Second))
+}
+
+// command is the command line that reproduces this run.
+func command() string {
+	args := append([]string{"cd bench && go run ."}, os.Args[1:]...)
+	return strings.Join(args, " ")
+}
+
+// relImg is the image directory as the page links it.
+func relImg(page, img string) string {
+	rel, err := filepath.Rel(filepath.Dir(page), img)
+	if err != nil {
+		return img
+	}
+	return filepath.ToSlash(rel)
+}
+
+// machine describes where the run happened.
+type machine struct {
+	NumCPU     int
+	GOMAXPROCS int
+	CPUModel   string
+	Kernel     string
+	Go         string
+	Redis      string
+}
+
+func describeMachine(ctx context.Context) machine {
+	m := machine{NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(), CPUModel: "unknown", Kernel: "unknown", Redis: "unknown"}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	if s, err := startRedis(ctx); err == nil {
+		if c, err := admin(s.Addr()); err == nil {
+			m.Redis = redisVersion(ctx, c)
+			c.Close()
+		}
+		s.Close()
+	}
+	return m
+}

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	goredislib "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// locker is one library's lock over a name, on its own connections: what
+// every scenario drives. Lock waits until the name is free or ctx ends.
+type locker interface {
+	Lock(ctx context.Context, name string) (unlock func(context.Context) error, err error)
+	Close()
+}
+
+// library is how to open a locker of one library on one master.
+type library struct {
+	name   string
+	config string // how it is configured here, for the page
+	polls  bool   // waiters poll instead of being woken
+	client string // the Redis client underneath: rueidis or go-redis
+	open   func(ctx context.Context, addr string, o openOpts) (locker, error)
+}
+
+// openOpts are the scenario's wishes for a locker.
+type openOpts struct {
+	// requests, when set, counts every request the locker sends (a
+	// script call counts once).
+	requests *atomic.Int64
+	// lease and renew set the renewing libraries' lease and renewal
+	// period (rlock: WatchdogTimeout, RenewInterval; rueidislock:
+	// KeyValidity, ExtendInterval); zero means their defaults.
+	lease, renew time.Duration
+	// observer receives rlock's events.
+	observer *lock.Observer
+}
+
+// The polling waiters (redsync, redislock, and rlock's scripts polled)
+// all retry with the same jittered exponential backoff: from pollBase,
+// doubling up to pollCap, each delay drawn from [d/2, 3d/2).
+const (
+	pollBase = time.Millisecond
+	pollCap  = 16 * time.Millisecond
+)
+
+// pollDelay is the delay before retry number n (1 for the first retry),
+// bounded by ttl when the library knows the holder's remaining lease.
+func pollDelay(n int, ttl time.Duration) time.Duration {
+	d := pollBase << min(max(n-1, 0), 20)
+	d = min(d, pollCap)
+	d = d/2 + rand.N(d)
+	if ttl > 0 {
+		d = min(d, ttl)
+	}
+	return d
+}
+
+var (
+	libRlock = library{
+		client: "rueidis",
+		name:   "rlock",
+		config: "lock.New defaults (lease 30 s, watchdog); waiters woken by pub/sub",
+		open:   openRlock,
+	}
+	libPoll = library{
+		client: "rueidis",
+		name:   "rlock-poll",
+		config: "rlock's acquire/release scripts on one rueidis client, waiter polls with the shared jittered backoff bounded by the returned TTL",
+		polls:  true,
+		open:   openPoll,
+	}
+	libRedsync = library{
+		client: "go-redis",
+		name:   "redsync",
+		config: "redsync v4, one go-redis v9 pool, expiry 8 s (default), unlimited tries, shared jittered backoff",
+		polls:  true,
+		open:   openRedsync,
+	}
+	libRedislock = library{
+		client: "go-redis",
+		name:   "redislock",
+		config: "bsm/redislock on go-redis v9, TTL 30 s, shared jittered backoff as RetryStrategy",
+		polls:  true,
+		open:   openRedislock,
+	}
+	libRueidislock = library{
+		client: "rueidis",
+		name:   "rueidislock",
+		config: "rueidislock, KeyMajority 1 (one key, like the others), NoLoopTracking (its documented option for Redis >= 7.0.5), validity 5 s renewed every 2.5 s (defaults); waiters woken by client-side-caching invalidations",
+		open: func(ctx context.Context, addr string, o openOpts) (locker, error) {
+			return openRueidislock(ctx, addr, o, true)
+		},
+	}
+	// libRueidislockDefaults leaves NoLoopTracking off, as NewLocker does:
+	// a holder is then told of its own extensions and extends again at
+	// once (see the renewal scenario).
+	libRueidislockDefaults = library{
+		client: "rueidis",
+		name:   "rueidislock (NoLoopTracking off)",
+		config: "as rueidislock, but without NoLoopTracking (NewLocker's default)",
+		open: func(ctx context.Context, addr string, o openOpts) (locker, error) {
+			return openRueidislock(ctx, addr, o, false)
+		},
+	}
+)
+
+// ---- rlock ----
+
+type rlockLocker struct {
+	c  *lock.Client
+	rc rueidis.Client // set when the bench made it (counting), closed after c
+}
+
+func openRlock(ctx context.Context, addr string, o openOpts) (locker, error) {
+	cfg := lock.Config{Addrs: []string{addr}, WatchdogTimeout: o.lease, RenewInterval: o.renew, Observer: o.observer}
+	if o.requests == nil {
+		c, err := lock.New(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &rlockLocker{c: c}, nil
+	}
+	rc, err := rueidis.NewClient(rlockClientOption(addr))
+	if err != nil {
+		return nil, err
+	}
+	counted := &countingClient{Client: rc, n: o.requests}
+	c, err := lock.FromClient(counted, cfg)
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return &rlockLocker{c: c, rc: rc}, nil
+}
+
+// rlockClientOption is the rueidis configuration lock.New makes.
+func rlockClientOption(addr string) rueidis.ClientOption {
+	return rueidis.ClientOption{
+		InitAddress:       []string{addr},
+		ForceSingleClient: true,
+		DisableCache:      true,
+		Dialer:            net.Dialer{Timeout: lock.DefaultDialTimeout},
+		ConnWriteTimeout:  lock.DefaultCommandTimeout,
+	}
+}
+
+func (l *rlockLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	h, err := l.c.Mutex(name).Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return h.Unlock, nil
+}
+
+func (l *rlockLocker) Close() {
+	l.c.Close(context.Background())
+	if l.rc != nil {
+		l.rc.Close()
+	}
+}
+
+// ---- rlock's scripts, polled ----
+
+// pollLocker is the baseline that shows what pub/sub wake-ups buy: the
+// same acquire and release scripts as rlock, but a waiter retries after
+// a jittered backoff bounded by the TTL the failed attempt returned.
+type pollLocker struct {
+	rc    rueidis.Client
+	id    string
+	owner atomic.Uint64
+}
+
+func openPoll(ctx context.Context, addr string, o openOpts) (locker, error) {
+	rc, err := rueidis.NewClient(rlockClientOption(addr))
+	if err != nil {
+		return nil, err
+	}
+	var c rueidis.Client = rc
+	if o.requests != nil {
+		c = &countingClient{Client: rc, n: o.requests}
+	}
+	return &pollLocker{rc: c, id: reentrant.NewClientID()}, nil
+}
+
+const pollLease = 30 * time.Second
+
+func (l *pollLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	field := reentrant.Field(l.id, l.owner.Add(1))
+	for n := 1; ; n++ {
+		att, err := reentrant.Acquire(ctx, l.rc, name, field, pollLease)
+		if err != nil {
+			return nil, err
+		}
+		if att.Acquired {
+			break
+		}
+		t := time.NewTimer(pollDelay(n, att.TTL))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return func(ctx context.Context) error {
+		r := reentrant.Release{Name: name, Field: field, Lease: pollLease, RequestID: reentrant.NewRequestID(),
+			Publish: reentrant.Publish, LatchTTL: 10 * time.Second}
+		res, err := r.Run(ctx, l.rc)
+		if err != nil {
+			return err
+		}
+		if res != reentrant.Released {
+			return fmt.Errorf("poll release: %v", res)
+		}
+		return nil
+	}, nil
+}
+
+func (l *pollLocker) Close() { l.rc.Close() }
+
+// ---- redsync ----
+
+type redsyncLocker struct {
+	rdb []*goredislib.Client
+	rs  *redsync.Redsync
+}
+
+func openRedsync(ctx context.Context, addr string, o openOpts) (locker, error) {
+	return openRedsyncPools(ctx, []string{addr}, o)
+}
+
+// openRedsyncPools opens redsync over one pool per address: with several,
+// redsync's Redlock.
+func openRedsyncPools(ctx context.Context, addrs []string, o openOpts) (*redsyncLocker, error) {
+	l := &redsyncLocker{}
+	var pools []redsyncredis.Pool
+	for _, a := range addrs {
+		rdb := goredisClient(a, o)
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			l.Close()
+			rdb.Close()
+			return nil, err
+		}
+		l.rdb = append(l.rdb, rdb)
+		pools = append(pools, goredis.NewPool(rdb))
+	}
+	l.rs = redsync.New(pools...)
+	return l, nil
+}
+
+func (l *redsyncLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	m := l.rs.NewMutex(name,
+		redsync.WithTries(math.MaxInt32),
+		redsync.WithRetryDelayFunc(func(tries int) time.Duration { return pollDelay(tries, 0) }))
+	if err := m.LockContext(ctx); err != nil {
+		return nil, errors.Join(err, ctx.Err())
+	}
+	return func(ctx context.Context) error {
+		ok, err := m.UnlockContext(ctx)
+		if err == nil && !ok {
+			err = errors.New("redsync: not unlocked")
+		}
+		return err
+	}, nil
+}
+
+func (l *redsyncLocker) Close() {
+	for _, c := range l.rdb {
+		c.Close()
+	}
+}
+
+// ---- redislock ----
+
+type redislockLocker struct {
+	rdb *goredislib.Client
+	c   *redislock.Client
+}
+
+func openRedislock(ctx context.Context, addr string, o openOpts) (locker, error) {
+	rdb := goredisClient(addr, o)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return &redislockLocker{rdb: rdb, c: redislock.New(rdb)}, nil
+}
+
+// pollStrategy is the shared backoff as a redislock RetryStrategy.
+type pollStrategy struct{ n int }
+
+func (s *pollStrategy) NextBackoff() time.Duration { s.n++; return pollDelay(s.n, 0) }
+
+func (l *redislockLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	lk, err := l.c.Obtain(ctx, name, 30*time.Second, &redislock.Options{RetryStrategy: &pollStrategy{}})
+	if err != nil {
+		return nil, err
+	}
+	return lk.Release, nil
+}
+
+func (l *redislockLocker) Close() { l.rdb.Close() }
+
+// ---- rueidislock ----
+
+type rueidisLocker struct {
+	l rueidislock.Locker
+}
+
+func openRueidislock(ctx context.Context, addr string, o openOpts, noLoop bool) (locker, error) {
+	opt := rueidislock.LockerOption{
+		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:    1,
+		NoLoopTracking: noLoop,
+		KeyValidity:    o.lease,
+		ExtendInterval: o.renew,
+	}
+	if o.requests != nil {
+		opt.ClientBuilder = func(co rueidis.ClientOption) (rueidis.Client, error) {
+			c, err := rueidis.NewClient(co)
+			if err != nil {
+				return nil, err
+			}
+			return &countingClient{Client: c, n: o.requests}, nil
+		}
+	}
+	l, err := rueidislock.NewLocker(opt)
+	if err != nil {
+		return nil, err
+	}
+	return &rueidisLocker{l: l}, nil
+}
+
+func (l *rueidisLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	_, cancel, err := l.l.WithContext(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { cancel(); return nil }, nil
+}
+
+func (l *rueidisLocker) Close() { l.l.Close() }
+
+// ---- request counting ----
+
+// goredisClient makes a go-redis client with its defaults, counting
+// requests when asked.
+func goredisClient(addr string, o openOpts) *goredislib.Client {
+	rdb := goredislib.NewClient(&goredislib.Options{Addr: addr})
+	if o.requests != nil {
+		rdb.AddHook(countingHook{n: o.requests})
+	}
+	return rdb
+}
+
+type countingHook struct{ n *atomic.Int64 }
+
+func (h countingHook) DialHook(next goredislib.DialHook) goredislib.DialHook { return next }
+
+func (h countingHook) ProcessHook(next goredislib.ProcessHook) goredislib.ProcessHook {
+	return func(ctx context.Context, cmd goredislib.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h countingHook) ProcessPipelineHook(next goredislib.ProcessPipelineHook) goredislib.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredislib.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// countingClient counts the requests sent through a rueidis client,
+// dedicated connections (subscriptions) included.
+type countingClient struct {
+	rueidis.Client
+	n *atomic.Int64
+}
+
+func (c *countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.n.Add(1)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *countingClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.n.Add(int64(len(cmds)))
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *countingClient) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	c.n.Add(1)
+	return c.Client.DoCache(ctx, cmd, ttl)
+}
+
+func (c *countingClient) DoMultiCache(ctx context.Context, cmds ...rueidis.CacheableTTL) []rueidis.RedisResult {
+	c.n.Add(int64(len(cmds)))
+	return c.Client.DoMultiCache(ctx, cmds...)
+}
+
+func (c *countingClient) Receive(ctx context.Context, sub rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	c.n.Add(1)
+	return c.Client.Receive(ctx, sub, fn)
+}
+
+func (c *countingClient) Dedicate() (rueidis.DedicatedClient, func()) {
+	d, cancel := c.Client.Dedicate()
+	return &countingDedicated{DedicatedClient: d, n: c.n}, cancel
+}
+
+func (c *countingClient) Dedicated(fn func(rueidis.DedicatedClient) error) error {
+	return c.Client.Dedicated(func(d rueidis.DedicatedClient) error {
+		return fn(&countingDedicated{DedicatedClient: d, n: c.n})
+	})
+}
+
+type countingDedicated struct {
+	rueidis.DedicatedClient
+	n *atomic.Int64
+}
+
+func (c *countingDedicated) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.n.Add(1)
+	return c.DedicatedClient.Do(ctx, cmd)
+}
+
+func (c *countingDedicated) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.n.Add(int64(len(cmds)))
+	return c.DedicatedClient.DoMulti(ctx, cmds...)
+}
+
+func (c *countingDedicated) Receive(ctx context.Context, sub rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	c.n.Add(1)
+	return c.DedicatedClient.Receive(ctx, sub, fn)
+}
