@@ -30,25 +30,21 @@ type holdKey struct {
 	owner      uint64
 }
 
-type hold struct {
-	span trace.Span
-}
-
 type holds struct {
 	n  atomic.Int64 // len of all the lists in m: 0 lets events skip mu
 	mu sync.Mutex
-	m  map[holdKey][]*hold
+	m  map[holdKey][]trace.Span
 }
 
-func (hs *holds) add(k holdKey, h *hold) {
+func (hs *holds) add(k holdKey, span trace.Span) {
 	hs.mu.Lock()
-	hs.m[k] = append(hs.m[k], h)
+	hs.m[k] = append(hs.m[k], span)
 	hs.n.Add(1)
 	hs.mu.Unlock()
 }
 
-// take removes and returns the oldest hold of k, or nil.
-func (hs *holds) take(k holdKey) *hold {
+// take removes and returns the oldest hold span of k, or nil.
+func (hs *holds) take(k holdKey) trace.Span {
 	if hs.n.Load() == 0 {
 		return nil
 	}
@@ -67,9 +63,9 @@ func (hs *holds) take(k holdKey) *hold {
 	return l[0]
 }
 
-// peek returns the newest hold of k, or nil: the one a release that left
-// the lock held is about.
-func (hs *holds) peek(k holdKey) *hold {
+// peek returns the newest hold span of k, or nil: the one a release that
+// left the lock held is about.
+func (hs *holds) peek(k holdKey) trace.Span {
 	if hs.n.Load() == 0 {
 		return nil
 	}
@@ -107,7 +103,7 @@ func (o *observer) startHold(a *acquireCtx, m *master, e lock.AcquireEnd, at tim
 	if !span.IsRecording() {
 		return
 	}
-	o.holds.add(holdKey{e.Addr, e.Name, a.owner}, &hold{span: span})
+	o.holds.add(holdKey{e.Addr, e.Name, a.owner}, span)
 }
 
 // release records an Unlock: its metrics, and a rlock.release span when
@@ -121,7 +117,7 @@ func (o *observer) release(ctx context.Context, e lock.Release) {
 	if i == 0 {
 		o.held.Add(ctx, -1, m.plain...)
 	}
-	var h *hold
+	var h trace.Span
 	if i == 0 {
 		h = o.holds.take(holdKey{e.Addr, e.Name, e.Owner})
 	} else {
@@ -132,22 +128,22 @@ func (o *observer) release(ctx context.Context, e lock.Release) {
 		o.releaseSpan(ctx, m, e, h, now)
 	}
 	if h != nil && i == 0 {
-		h.span.SetAttributes(keyReleased.Bool(true))
-		h.span.End(trace.WithTimestamp(now))
+		h.SetAttributes(keyReleased.Bool(true))
+		h.End(trace.WithTimestamp(now))
 	}
 }
 
 // releaseSpan records the rlock.release span of e, ending at now. Its
 // parent is the span of the Unlock's context (then it links to the hold)
 // or else the hold span.
-func (o *observer) releaseSpan(ctx context.Context, m *master, e lock.Release, h *hold, now time.Time) {
+func (o *observer) releaseSpan(ctx context.Context, m *master, e lock.Release, h trace.Span, now time.Time) {
 	opts := []trace.SpanStartOption{kindInternal, trace.WithTimestamp(now.Add(-e.Duration))}
 	switch {
 	case h == nil:
 	case trace.SpanContextFromContext(ctx).IsValid():
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: h.span.SpanContext()}))
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: h.SpanContext()}))
 	default:
-		ctx = trace.ContextWithSpan(ctx, h.span)
+		ctx = trace.ContextWithSpan(ctx, h)
 	}
 	_, span := o.tracer.Start(ctx, SpanRelease, opts...)
 	if !span.IsRecording() {
@@ -184,13 +180,13 @@ func (o *observer) loss(ctx context.Context, e lock.Loss) {
 		msg = e.Err.Error()
 	}
 	now := time.Now()
-	h.span.AddEvent("rlock.lock_lost", trace.WithTimestamp(now), trace.WithAttributes(
+	h.AddEvent("rlock.lock_lost", trace.WithTimestamp(now), trace.WithAttributes(
 		keyReason.String(lossReasons[r]),
 		attribute.String("error.message", msg),
 	))
-	h.span.SetAttributes(keyReleased.Bool(false), keyErrorType.String("lock_lost"))
-	h.span.SetStatus(codes.Error, msg)
-	h.span.End(trace.WithTimestamp(now))
+	h.SetAttributes(keyReleased.Bool(false), keyErrorType.String("lock_lost"))
+	h.SetStatus(codes.Error, msg)
+	h.End(trace.WithTimestamp(now))
 }
 
 // renew records one watchdog tick on one master: a root rlock.renew span

@@ -112,7 +112,7 @@ func New(opts ...Option) *lock.Observer {
 	o := &observer{
 		tracer: c.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
 	}
-	o.holds.m = map[holdKey][]*hold{}
+	o.holds.m = map[holdKey][]trace.Span{}
 	o.instruments(c.mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version)))
 	return &lock.Observer{
 		AcquireStart: o.acquireStart,
