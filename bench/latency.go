@@ -15,11 +15,12 @@ import (
 type latencyResult struct {
 	RTT     summary // PING round trip
 	Floor   summary // two EVALSHA round trips, rueidis
+	FloorPl summary // the same on a rueidis client in pipelining mode
 	FloorGo summary // the same on go-redis
 	Libs    []libLatency
 	Samples int // per library
 
-	floorSamples, floorGoSamples, rttSamples samples
+	floorSamples, floorPlSamples, floorGoSamples, rttSamples samples
 }
 
 type libLatency struct {
@@ -29,7 +30,7 @@ type libLatency struct {
 	Lock, Unlock summary
 	RatioP50     float64 // to the floor
 	RatioP99     float64
-	RatioOwn     float64 // p50 to the floor on the library's own client
+	RatioOwn     float64 // p50 to the floor on the library's own client, in the mode it runs in
 
 	totalSamples samples
 }
@@ -53,6 +54,11 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		return nil, err
 	}
 	defer f.Close()
+	pf, err := newPipelinedFloor(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
 	gf, err := newGoFloor(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -68,8 +74,10 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 	}
 	targets := []latencyTarget{
 		{name: "floor", cycle: floorCycle(f.once, "bench:latency:floor")},
+		{name: "floor (rueidis pipelining)", cycle: floorCycle(pf.once, "bench:latency:floor-pl")},
 		{name: "floor (go-redis)", cycle: floorCycle(gf.once, "bench:latency:floor-go")},
 	}
+	const nFloors = 3
 	libs := []library{libRlock, libRedsync, libRedislock, libRueidislock}
 	for _, lib := range libs {
 		l, err := lib.open(ctx, addr, openOpts{})
@@ -128,10 +136,12 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 	r.rttSamples = rtt.sorted()
 	r.floorSamples = accs[0].total.sorted()
 	r.Floor = summarize(r.floorSamples)
-	r.floorGoSamples = accs[1].total.sorted()
+	r.floorPlSamples = accs[1].total.sorted()
+	r.FloorPl = summarize(r.floorPlSamples)
+	r.floorGoSamples = accs[2].total.sorted()
 	r.FloorGo = summarize(r.floorGoSamples)
 	for i, lib := range libs {
-		a := accs[i+2]
+		a := accs[i+nFloors]
 		unl := make(samples, len(a.total))
 		for j := range a.total {
 			unl[j] = a.total[j] - a.lock[j]
@@ -139,7 +149,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		ll := libLatency{Name: lib.name, Client: lib.client, Total: summarize(a.total), Lock: summarize(a.lock), Unlock: summarize(unl), totalSamples: a.total.sorted()}
 		ll.RatioP50 = ratio(ll.Total.P50, r.Floor.P50)
 		ll.RatioP99 = ratio(ll.Total.P99, r.Floor.P99)
-		own := r.Floor.P50
+		own := r.FloorPl.P50
 		if lib.client == "go-redis" {
 			own = r.FloorGo.P50
 		}
@@ -147,12 +157,12 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		logf("  %-12s p50 %v p99 %v  %.2f× floor (%.2f× its client's floor)", ll.Name, ll.Total.P50, ll.Total.P99, ll.RatioP50, ll.RatioOwn)
 		r.Libs = append(r.Libs, ll)
 	}
-	logf("  floor p50 %v, go-redis floor p50 %v, PING p50 %v", r.Floor.P50, r.FloorGo.P50, r.RTT.P50)
+	logf("  floor p50 %v, pipelining %v, go-redis %v, PING p50 %v", r.Floor.P50, r.FloorPl.P50, r.FloorGo.P50, r.RTT.P50)
 	return r, nil
 }
 
 func (r *latencyResult) check() error {
-	if r.RTT.P50 <= 0 || r.Floor.P50 <= 0 || r.FloorGo.P50 <= 0 || len(r.Libs) != 4 {
+	if r.RTT.P50 <= 0 || r.Floor.P50 <= 0 || r.FloorPl.P50 <= 0 || r.FloorGo.P50 <= 0 || len(r.Libs) != 4 {
 		return fmt.Errorf("latency: missing baselines or libraries")
 	}
 	for _, l := range r.Libs {

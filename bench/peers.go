@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -19,7 +18,6 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/rlock-go/rlock/lock"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 // locker is one library's lock over a name, on its own connections: what
@@ -81,7 +79,7 @@ var (
 	libPoll = library{
 		client: "rueidis",
 		name:   "rlock-poll",
-		config: "rlock's acquire/release scripts on one rueidis client, waiter polls with the shared jittered backoff bounded by the returned TTL",
+		config: "rlock (lock.New defaults), but a waiter calls TryLock without Wait in a loop, with the shared jittered backoff bounded by the TTL the failed attempt returned",
 		polls:  true,
 		open:   openPoll,
 	}
@@ -175,42 +173,36 @@ func (l *rlockLocker) Close() {
 	}
 }
 
-// ---- rlock's scripts, polled ----
+// ---- rlock, polled ----
 
-// pollLocker is the baseline that shows what pub/sub wake-ups buy: the
-// same acquire and release scripts as rlock, but a waiter retries after
-// a jittered backoff bounded by the TTL the failed attempt returned.
+// pollLocker is the baseline that shows what pub/sub wake-ups buy: rlock
+// itself, but a waiter calls TryLock without Wait in a loop, sleeping a
+// jittered backoff bounded by the holder's TTL that the failed attempt
+// returned (lock.ConflictError), as the polling libraries do.
 type pollLocker struct {
-	rc    rueidis.Client
-	id    string
-	owner atomic.Uint64
+	*rlockLocker
 }
 
 func openPoll(ctx context.Context, addr string, o openOpts) (locker, error) {
-	rc, err := rueidis.NewClient(rlockClientOption(addr))
+	l, err := openRlock(ctx, addr, o)
 	if err != nil {
 		return nil, err
 	}
-	var c rueidis.Client = rc
-	if o.requests != nil {
-		c = &countingClient{Client: rc, n: o.requests}
-	}
-	return &pollLocker{rc: c, id: reentrant.NewClientID()}, nil
+	return pollLocker{l.(*rlockLocker)}, nil
 }
 
-const pollLease = 30 * time.Second
-
-func (l *pollLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
-	field := reentrant.Field(l.id, l.owner.Add(1))
+func (l pollLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	m := l.c.Mutex(name)
 	for n := 1; ; n++ {
-		att, err := reentrant.Acquire(ctx, l.rc, name, field, pollLease)
-		if err != nil {
+		h, err := m.TryLock(ctx)
+		if err == nil {
+			return h.Unlock, nil
+		}
+		var conflict *lock.ConflictError
+		if !errors.As(err, &conflict) {
 			return nil, err
 		}
-		if att.Acquired {
-			break
-		}
-		t := time.NewTimer(pollDelay(n, att.TTL))
+		t := time.NewTimer(pollDelay(n, conflict.TTL))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -218,21 +210,7 @@ func (l *pollLocker) Lock(ctx context.Context, name string) (func(context.Contex
 		case <-t.C:
 		}
 	}
-	return func(ctx context.Context) error {
-		r := reentrant.Release{Name: name, Field: field, Lease: pollLease, RequestID: reentrant.NewRequestID(),
-			Publish: reentrant.Publish, LatchTTL: 10 * time.Second}
-		res, err := r.Run(ctx, l.rc)
-		if err != nil {
-			return err
-		}
-		if res != reentrant.Released {
-			return fmt.Errorf("poll release: %v", res)
-		}
-		return nil
-	}, nil
 }
-
-func (l *pollLocker) Close() { l.rc.Close() }
 
 // ---- redsync ----
 

@@ -71,10 +71,10 @@ func (r *results) plots() []plot {
 			title: "Uncontended Lock+Unlock latency by percentile",
 			x:     axis{log: true, min: 1, max: 10000, ticks: percentileTicks, label: "percentile"},
 			y:     axis{log: true, label: "latency (µs, log)"},
-			note:  fmt.Sprintf("%d cycles per library, one goroutine. floor = two EVALSHA round trips (rueidis; dashed: go-redis). PING = one round trip.", l.Samples),
+			note:  fmt.Sprintf("%d cycles per library, one goroutine. Dashed: PING (one round trip) and the floors (two EVALSHA round trips).", l.Samples),
 		}
 		c.lines = append(c.lines, percentileSeries("PING", toUS(l.rttSamples), true), percentileSeries("floor", toUS(l.floorSamples), true),
-			percentileSeries("floor (go-redis)", toUS(l.floorGoSamples), true))
+			percentileSeries("floor (rueidis pipelining)", toUS(l.floorPlSamples), true), percentileSeries("floor (go-redis)", toUS(l.floorGoSamples), true))
 		for _, lib := range l.Libs {
 			c.lines = append(c.lines, percentileSeries(lib.Name, toUS(lib.totalSamples), false))
 		}
@@ -147,12 +147,16 @@ func (r *results) plots() []plot {
 			title: fmt.Sprintf("Renewal cost per period (%v) vs locks held", rn.Interval),
 			x:     axis{log: true, label: "locks held (log)"},
 			y:     axis{log: true, label: "CPU per renewal period (ms, log)"},
-			note:  "Solid: the benchmark process (getrusage). Dashed: redis-server (INFO cpu). Single dots: measured at one count only.",
+			note:  "Solid: the benchmark process (getrusage). Dashed: redis-server (INFO cpu). (default): NoLoopTracking off, measured at one count.",
 		}
 		for _, lib := range []string{"rlock", "rueidislock", libRueidislockDefaults.name} {
+			label := lib
+			if lib == libRueidislockDefaults.name {
+				label = "rueidislock (default)"
+			}
 			var proc, srv series
-			proc = series{name: lib + " process", marks: true, color: colorOf(lib)}
-			srv = series{name: lib + " redis", marks: true, dashed: true, color: colorOf(lib)}
+			proc = series{name: label + ": process", marks: true, color: colorOf(lib)}
+			srv = series{name: label + ": redis", marks: true, dashed: true, color: colorOf(lib)}
 			for _, row := range rn.Rows {
 				if row.Name != lib {
 					continue
@@ -205,8 +209,10 @@ func fmtDur(d time.Duration) string {
 	switch {
 	case d < 100*time.Microsecond:
 		return fmt.Sprintf("%.1f µs", us(d))
-	case d < 10*time.Millisecond:
+	case d < time.Millisecond:
 		return fmt.Sprintf("%.0f µs", us(d))
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", ms(d))
 	case d < time.Second:
 		return fmt.Sprintf("%.1f ms", ms(d))
 	default:
@@ -293,10 +299,11 @@ func (r *results) markdown(img string) string {
 
 	if l := r.Latency; l != nil {
 		w.WriteString("## 1. Uncontended Lock+Unlock latency\n\n")
-		fmt.Fprintf(&w, "One goroutine takes and releases a free lock, %d times per library (%d rounds of %d, libraries interleaved in random order each round, after %d warm-up cycles). The floor is two EVALSHA round trips of a trivial script on one rueidis client: what any lock on one master needs at least (acquire, release). The same two round trips on go-redis, the client under redsync and redislock, are shown too: *p50 / own client's floor* divides by the floor of the client the library is built on, and so separates the lock's own cost from its client's.\n\n", l.Samples, p.latencyRounds, p.latencyBlock, p.latencyWarmup)
+		fmt.Fprintf(&w, "One goroutine takes and releases a free lock, %d times per library (%d rounds of %d, libraries interleaved in random order each round, after %d warm-up cycles). The floor is two EVALSHA round trips of a trivial script on one rueidis client: what any lock on one master needs at least (acquire, release). Two more floors separate a library's own cost from its client's: the same round trips on go-redis (the client under redsync and redislock), and on a rueidis client that has seen concurrent requests (*pipelining*: rueidis serves a connection used by one goroutine at a time on the caller's goroutine, and switches it for good to a writer and a reader goroutine at the first concurrent request; rlock and rueidislock both do background work on their client, so they run in that mode). *p50 / own client's floor* divides by the floor of the client and mode the library runs on.\n\n", l.Samples, p.latencyRounds, p.latencyBlock, p.latencyWarmup)
 		rows := [][]string{
 			{"PING (1 round trip)", "", fmtDur(l.RTT.P50), fmtDur(l.RTT.P99), fmtDur(l.RTT.Mean), "", "", fx(ratio(l.RTT.P50, l.Floor.P50)), fx(ratio(l.RTT.P99, l.Floor.P99)), ""},
-			{"floor (2 × EVALSHA)", "rueidis", fmtDur(l.Floor.P50), fmtDur(l.Floor.P99), fmtDur(l.Floor.Mean), "", "", "1", "1", "1"},
+			{"floor (2 × EVALSHA)", "rueidis", fmtDur(l.Floor.P50), fmtDur(l.Floor.P99), fmtDur(l.Floor.Mean), "", "", "1", "1", ""},
+			{"floor (2 × EVALSHA)", "rueidis, pipelining", fmtDur(l.FloorPl.P50), fmtDur(l.FloorPl.P99), fmtDur(l.FloorPl.Mean), "", "", fx(ratio(l.FloorPl.P50, l.Floor.P50)), fx(ratio(l.FloorPl.P99, l.Floor.P99)), "1"},
 			{"floor (2 × EVALSHA)", "go-redis", fmtDur(l.FloorGo.P50), fmtDur(l.FloorGo.P99), fmtDur(l.FloorGo.Mean), "", "", fx(ratio(l.FloorGo.P50, l.Floor.P50)), fx(ratio(l.FloorGo.P99, l.Floor.P99)), "1"},
 		}
 		for _, lib := range l.Libs {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -150,6 +151,32 @@ func newFloor(ctx context.Context, addr string) (*floor, error) {
 		return nil, err
 	}
 	return &floor{c: c, sha: sha}, nil
+}
+
+// newPipelinedFloor is the floor on a rueidis client that has seen
+// concurrent requests. rueidis serves a connection used by one goroutine
+// at a time on the caller's goroutine; the first concurrent request
+// switches it for good to pipelining through a writer and a reader
+// goroutine, which costs every later request two goroutine handoffs.
+// Libraries with background work on their client (rlock's latch cleaner
+// and watchdog, rueidislock's per-lock goroutines) run in that mode.
+func newPipelinedFloor(ctx context.Context, addr string) (*floor, error) {
+	f, err := newFloor(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				f.c.Do(ctx, f.c.B().Ping().Build())
+			}
+		}()
+	}
+	wg.Wait()
+	return f, nil
 }
 
 // once sends the two round trips.

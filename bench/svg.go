@@ -121,6 +121,8 @@ func fmtNum(v float64) string {
 		return trimZeros(fmt.Sprintf("%.1f", v/1e6)) + "M"
 	case av >= 1e4:
 		return trimZeros(fmt.Sprintf("%.1f", v/1e3)) + "k"
+	case av >= 100:
+		return fmt.Sprintf("%.0f", v)
 	case av >= 1:
 		return trimZeros(fmt.Sprintf("%.1f", v))
 	default:
