@@ -248,7 +248,13 @@ func (c *Client) releaseAll(ctx context.Context, h *holding) error {
 	for i := len(helds) - 1; i >= 0; i-- {
 		held := helds[i]
 		if err == nil && h.lost == nil {
-			_, err = c.release(ctx, held, nil)
+			start := time.Now()
+			var res reentrant.ReleaseResult
+			res, err = c.release(ctx, held, nil)
+			if c.obs != nil && c.obs.Release != nil {
+				c.obs.Release(ctx, Release{Name: h.name, Addr: c.addr, Owner: held.owner, Released: res == reentrant.Released,
+					HeldFor: start.Sub(held.at), Duration: time.Since(start), Closed: true, Err: err})
+			}
 		}
 		held.finish(ErrClosed)
 	}

@@ -78,13 +78,32 @@ func isAuthErr(err error) bool {
 	return strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") || strings.Contains(s, "NOPERM")
 }
 
+// LossKind classifies a loss, for LostError.Kind.
+type LossKind string
+
+// Kinds of loss.
+const (
+	// LossNotHeld: Redis said the lock was no longer ours (the key
+	// expired, was deleted or flushed, or another holder had it).
+	LossNotHeld LossKind = "not_held"
+	// LossLeaseExpired: an explicit Lease ran out.
+	LossLeaseExpired LossKind = "lease_expired"
+	// LossRenewFailed: renewals failed until the lease must have run out.
+	LossRenewFailed LossKind = "renew_failed"
+	// LossForceUnlocked: ForceUnlock by this Client.
+	LossForceUnlocked LossKind = "force_unlocked"
+	// LossQuorum: a multi-master lock kept fewer masters than its quorum.
+	LossQuorum LossKind = "quorum_lost"
+)
+
 // LostError is the cause of a Held's context when the lock was lost.
 // errors.Is(err, ErrLockLost) holds for it.
 type LostError struct {
-	Name   string // the lock name
-	Addr   string // the master where it was lost
-	Reason string // what showed the loss
-	Err    error  // the error behind it, if any (failed renewals)
+	Name   string   // the lock name
+	Addr   string   // the master where it was lost
+	Kind   LossKind // what kind of loss
+	Reason string   // what showed the loss, in words
+	Err    error    // the error behind it, if any (failed renewals)
 }
 
 func (e *LostError) Error() string {

@@ -187,12 +187,12 @@ func (c *Client) unlock(ctx context.Context, held *Held) (released bool, err err
 		return true, nil
 	}
 	// Not held: the key is gone or another holder took it.
-	c.wd.Lose(hd.entry, "release found the lock no longer held")
+	c.wd.Lose(hd.entry, watchdog.NotHeld, "release found the lock no longer held")
 	c.mu.Lock()
 	lost = hd.lost
 	c.mu.Unlock()
 	if lost == nil {
-		lost = &LostError{Name: hd.name, Addr: c.addr, Reason: "release found the lock no longer held"}
+		lost = &LostError{Name: hd.name, Addr: c.addr, Kind: LossNotHeld, Reason: "release found the lock no longer held"}
 		held.finish(lost)
 	}
 	return false, lost
@@ -273,7 +273,7 @@ func key(name, field string) string { return name + "\x00" + field }
 
 // onLost is the watchdog's report that hd was lost.
 func (c *Client) onLost(hd *holding, le *watchdog.LossError) {
-	lost := &LostError{Name: hd.name, Addr: c.addr, Reason: le.Reason, Err: le.Err}
+	lost := &LostError{Name: hd.name, Addr: c.addr, Kind: LossKind(le.Kind), Reason: le.Reason, Err: le.Err}
 	if le.Err != nil {
 		lost.Err = masterErr(c.addr, "renew", le.Err)
 	}

@@ -127,7 +127,7 @@ func TestExplicitLease(t *testing.T) {
 	must(t, err)
 	<-h.Done()
 	var lost *lock.LostError
-	if !errors.As(context.Cause(h.Context()), &lost) || !errors.Is(lost, lock.ErrLockLost) {
+	if !errors.As(context.Cause(h.Context()), &lost) || !errors.Is(lost, lock.ErrLockLost) || lost.Kind != lock.LossLeaseExpired {
 		t.Fatalf("cause = %v, want a *LostError", context.Cause(h.Context()))
 	}
 	if err := h.Unlock(bg()); !errors.Is(err, lock.ErrLockLost) {
@@ -147,8 +147,9 @@ func TestForceUnlock(t *testing.T) {
 		t.Fatalf("ForceUnlock = %v, %v; want true", ok, err)
 	}
 	<-h.Done()
-	if !errors.Is(context.Cause(h.Context()), lock.ErrLockLost) {
-		t.Fatalf("cause = %v, want ErrLockLost", context.Cause(h.Context()))
+	var lost *lock.LostError
+	if !errors.As(context.Cause(h.Context()), &lost) || lost.Kind != lock.LossForceUnlocked {
+		t.Fatalf("cause = %v, want a force-unlock loss", context.Cause(h.Context()))
 	}
 	if exists(t, rc, n) {
 		t.Fatal("key remains after ForceUnlock")

@@ -149,7 +149,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 				end.Name, end.Addr, end.Acquired, end.Err = m.name, c.addr, err == nil, err
 				end.Duration = time.Since(start)
 				if held != nil {
-					end.Reentrant, end.Fence = held.reentry, held.fence
+					end.Reentrant, end.Fence, end.AcquiredAt = held.reentry, held.fence, held.at
 				}
 				c.obs.AcquireEnd(octx, end)
 			}()

@@ -24,7 +24,10 @@ type Observer struct {
 	WakeUp func(ctx context.Context, e WakeUp)
 	// Renew is called after each watchdog tick that had work.
 	Renew func(e Renew)
-	// Release is called when an Unlock returns. ctx is the Unlock's.
+	// Release is called when an Unlock of a live hold returns, and for
+	// each hold that Close releases (Closed set; ctx is Close's). An
+	// Unlock of a hold that had already ended (unlocked, lost, closed)
+	// sends nothing and reports nothing. ctx is the Unlock's.
 	Release func(ctx context.Context, e Release)
 	// Loss is called when a held lock is lost. ctx is the lost Held's
 	// context (already cancelled), whose values (a span) remain readable.
@@ -51,7 +54,10 @@ type AcquireEnd struct {
 	Waited    time.Duration // time spent asleep between attempts
 	Duration  time.Duration // the whole call
 	Fence     uint64        // fencing token, with Fenced
-	Err       error
+	// AcquiredAt is when the acquire that succeeded was sent: the Held's
+	// AcquiredAt. Zero when not acquired.
+	AcquiredAt time.Time
+	Err        error
 }
 
 // Waiting describes a waiter going to sleep.
@@ -99,6 +105,7 @@ type Release struct {
 	Released bool          // the last hold went: the lock is free
 	HeldFor  time.Duration // since this hold was acquired
 	Duration time.Duration // the Unlock call, retries included
+	Closed   bool          // released by Client.Close
 	Err      error
 }
 

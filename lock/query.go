@@ -136,7 +136,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	c.mu.Unlock()
 	for _, hd := range lost {
-		c.wd.Lose(hd.entry, "force-unlocked by this client")
+		c.wd.Lose(hd.entry, string(LossForceUnlocked), "force-unlocked by this client")
 	}
 	return deleted, nil
 }

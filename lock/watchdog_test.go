@@ -59,6 +59,7 @@ func TestWatchdogKeepsLockAliveForManyLeases(t *testing.T) {
 type lossCase struct {
 	name   string
 	reason string // a word of the LostError's reason
+	kind   lock.LossKind
 	fault  func(t *testing.T, env *lossEnv)
 	heal   func(t *testing.T, env *lossEnv)
 }
@@ -71,13 +72,13 @@ type lossEnv struct {
 
 func TestWatchdogReportsLoss(t *testing.T) {
 	cases := []lossCase{
-		{name: "DEL", reason: "no longer held", fault: func(t *testing.T, e *lossEnv) {
+		{name: "DEL", reason: "no longer held", kind: lock.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
 			do(t, raw(t, e.srv), "DEL", e.name)
 		}},
-		{name: "FLUSHALL", reason: "no longer held", fault: func(t *testing.T, e *lossEnv) {
+		{name: "FLUSHALL", reason: "no longer held", kind: lock.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
 			do(t, raw(t, e.srv), "FLUSHALL")
 		}},
-		{name: "Redisson takes over after a force unlock", reason: "no longer held", fault: func(t *testing.T, e *lossEnv) {
+		{name: "Redisson takes over after a force unlock", reason: "no longer held", kind: lock.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
 			rc := raw(t, e.srv)
 			do(t, rc, "EVAL", "if redis.call('del', KEYS[1]) == 1 then redis.call('publish', KEYS[2], ARGV[1]); return 1 end return 0",
 				"2", e.name, "redisson_lock__channel:{"+e.name+"}", "0")
@@ -85,7 +86,7 @@ func TestWatchdogReportsLoss(t *testing.T) {
 				t.Fatal("the Redisson stand-in could not take the lock")
 			}
 		}},
-		{name: "server paused longer than the lease", reason: "lease ran out", fault: func(t *testing.T, e *lossEnv) {
+		{name: "server paused longer than the lease", reason: "lease ran out", kind: lock.LossRenewFailed, fault: func(t *testing.T, e *lossEnv) {
 			must(t, e.srv.Pause(bg()))
 		}, heal: func(t *testing.T, e *lossEnv) {
 			must(t, e.srv.Resume(bg()))
@@ -125,7 +126,7 @@ func TestWatchdogReportsLoss(t *testing.T) {
 			if !errors.Is(cause, lock.ErrLockLost) || !errors.As(cause, &lost) {
 				t.Fatalf("cause %v, want a *LostError", cause)
 			}
-			if lost.Addr != c.Addr() || lost.Name != env.name || !strings.Contains(lost.Error(), tc.reason) {
+			if lost.Addr != c.Addr() || lost.Name != env.name || lost.Kind != tc.kind || !strings.Contains(lost.Error(), tc.reason) {
 				t.Fatalf("LostError %q does not name master %s, lock and reason %q", lost, c.Addr(), tc.reason)
 			}
 			if err := h.Unlock(bg()); !errors.Is(err, lock.ErrLockLost) && !errors.Is(err, lock.ErrNotHeld) {

@@ -107,6 +107,7 @@ func (h *Held) lostError() *lock.LostError {
 	return &lock.LostError{
 		Name: strings.Join(names, ","),
 		Addr: strings.Join(addrs, ","),
+		Kind: lock.LossQuorum,
 		Reason: fmt.Sprintf("%s held on %d of %d masters, %d needed",
 			h.l.kind, h.alive, len(h.l.ms), h.l.quorum),
 		Err: errors.Join(causes...),

@@ -3,7 +3,6 @@ package tracing
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -127,15 +126,16 @@ func releaseOutcome(e lock.Release) int {
 // lock.LostError.Reason is free text; the classes here are the watchdog's
 // and Unlock's reasons.
 func lossReason(le *lock.LostError) int {
-	switch {
-	case le == nil:
+	if le == nil {
 		return 3
-	case le.Err != nil:
-		return 2 // renewals failed until the lease must have run out
-	case strings.Contains(le.Reason, "no longer held"):
+	}
+	switch le.Kind {
+	case lock.LossNotHeld:
 		return 0 // the key was gone or another holder had it
-	case strings.HasPrefix(le.Reason, "lease of"):
+	case lock.LossLeaseExpired:
 		return 1 // an explicit Lease ran out
+	case lock.LossRenewFailed:
+		return 2 // renewals failed until the lease must have run out
 	}
 	return 3
 }

@@ -32,9 +32,21 @@ type Tick struct {
 	RoundTrips int   // 1 when anything was sent (2 after a NOSCRIPT), else 0
 }
 
+// Kinds of loss, for LossError.Kind.
+const (
+	// NotHeld: Redis says the field no longer holds the lock (the key
+	// expired, was deleted, or another holder has it).
+	NotHeld = "not_held"
+	// LeaseExpired: an explicit lease (no renewal) ran out.
+	LeaseExpired = "lease_expired"
+	// RenewFailed: renewals failed until the lease must have run out.
+	RenewFailed = "renew_failed"
+)
+
 // LossError says why a lock was lost.
 type LossError struct {
 	Name   string
+	Kind   string // NotHeld, LeaseExpired, RenewFailed, or the kind given to Lose
 	Reason string
 	Err    error // the renewal error behind a lease that ran out, if any
 }
@@ -161,14 +173,14 @@ func (r *Registry) removeLocked(e *Entry) bool {
 	return true
 }
 
-// Lose declares e lost now with the given reason, as a tick would. It
-// reports false when e was already gone.
-func (r *Registry) Lose(e *Entry, reason string) bool {
+// Lose declares e lost now with the given kind and reason, as a tick
+// would. It reports false when e was already gone.
+func (r *Registry) Lose(e *Entry, kind, reason string) bool {
 	r.mu.Lock()
 	ok := r.removeLocked(e)
 	r.mu.Unlock()
 	if ok && e.onLost != nil {
-		e.onLost(&LossError{Name: e.name, Reason: reason})
+		e.onLost(&LossError{Name: e.name, Kind: kind, Reason: reason})
 	}
 	return ok
 }
@@ -237,5 +249,5 @@ func (r *Registry) expireLeases(now time.Time) (next time.Time) {
 }
 
 func leaseEnded(e *Entry) *LossError {
-	return &LossError{Name: e.name, Reason: "lease of " + e.lease.String() + " ran out"}
+	return &LossError{Name: e.name, Kind: LeaseExpired, Reason: "lease of " + e.lease.String() + " ran out"}
 }

@@ -128,10 +128,10 @@ func (r *Registry) Tick(ctx context.Context) Tick {
 				}
 			case err == nil:
 				r.removeLocked(e)
-				losses = append(losses, loss{e, &LossError{Name: e.name, Reason: "renewal found the lock no longer held"}})
+				losses = append(losses, loss{e, &LossError{Name: e.name, Kind: NotHeld, Reason: "renewal found the lock no longer held"}})
 			case !now.Before(e.deadline):
 				r.removeLocked(e)
-				losses = append(losses, loss{e, &LossError{Name: e.name, Reason: "lease ran out while renewals failed", Err: err}})
+				losses = append(losses, loss{e, &LossError{Name: e.name, Kind: RenewFailed, Reason: "lease ran out while renewals failed", Err: err}})
 			default:
 				tk.Failed++
 				e.lastErr = err
