@@ -1,0 +1,188 @@
+package reentrant_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+var srv *integration.Server
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s, err := integration.StartRedis(ctx, integration.Options{})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reentrant tests need redis-server:", err)
+		os.Exit(1)
+	}
+	srv = s
+	code := m.Run()
+	s.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func client(t testing.TB) rueidis.Client {
+	t.Helper()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.DirectAddr()}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func bg() context.Context { return context.Background() }
+
+func TestNames(t *testing.T) {
+	cases := []struct{ got, want string }{
+		{reentrant.ChannelName("orders:42"), "redisson_lock__channel:{orders:42}"},
+		{reentrant.ChannelName("user:{7}:cart"), "redisson_lock__channel:user:{7}:cart"},
+		{reentrant.TokenName("a"), "redisson_lock_token:{a}"},
+		{reentrant.LatchName("a", "00ff"), "redisson_unlock_latch:{a}:00ff"},
+		{reentrant.PrefixName("p", "x{y}"), "p:x{y}"},
+		{reentrant.Field("0b4f8c5e-1111-4222-8333-444455556666", 17), "0b4f8c5e-1111-4222-8333-444455556666:17"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	if id := reentrant.NewClientID(); !uuid.MatchString(id) {
+		t.Errorf("client id %q is not a lowercase v4 UUID", id)
+	}
+	if id := reentrant.NewRequestID(); !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+		t.Errorf("request id %q is not 32 hex characters", id)
+	}
+	if reentrant.NewClientID() == reentrant.NewClientID() || reentrant.NewRequestID() == reentrant.NewRequestID() {
+		t.Error("ids repeat")
+	}
+}
+
+// The SHA1s rlock sends by EVALSHA are the ones Redis computes.
+func TestScriptSHAsMatchRedis(t *testing.T) {
+	rc := client(t)
+	for _, s := range []*reentrant.Script{reentrant.AcquireScript, reentrant.AcquireFencedScript, reentrant.ReleaseScript, reentrant.RenewScript, reentrant.ForceUnlockScript, reentrant.FenceRaiseScript} {
+		sha, err := rc.Do(bg(), rc.B().ScriptLoad().Script(s.Source()).Build()).ToString()
+		if err != nil || sha != s.SHA1() {
+			t.Fatalf("SCRIPT LOAD = %q, %v; rlock computes %q", sha, err, s.SHA1())
+		}
+	}
+}
+
+// After SCRIPT FLUSH, Run falls back to EVAL once and works.
+func TestRunAfterScriptFlush(t *testing.T) {
+	rc := client(t)
+	if err := rc.Do(bg(), rc.B().ScriptFlush().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	name := t.Name()
+	a, err := reentrant.Acquire(bg(), rc, name, "f:1", time.Minute)
+	if err != nil || !a.Acquired {
+		t.Fatalf("acquire after SCRIPT FLUSH = %+v, %v", a, err)
+	}
+	if n, _ := rc.Do(bg(), rc.B().Hget().Key(name).Field("f:1").Build()).AsInt64(); n != 1 {
+		t.Fatalf("hold count %d, want 1: the fallback ran the script twice?", n)
+	}
+	if ok, err := reentrant.ForceUnlock(bg(), rc, name, reentrant.Publish); err != nil || !ok {
+		t.Fatalf("force unlock = %v, %v", ok, err)
+	}
+}
+
+func TestFencedAcquire(t *testing.T) {
+	rc := client(t)
+	name := t.Name()
+	var last uint64
+	for i := 0; i < 3; i++ { // re-entries take tokens too
+		a, err := reentrant.AcquireFenced(bg(), rc, name, "f:1", time.Minute)
+		if err != nil || !a.Acquired || a.Token <= last {
+			t.Fatalf("fenced acquire %d = %+v, %v; want a token above %d", i, a, err, last)
+		}
+		last = a.Token
+	}
+	a, err := reentrant.AcquireFenced(bg(), rc, name, "g:1", time.Minute)
+	if err != nil || a.Acquired || a.TTL <= 0 {
+		t.Fatalf("fenced acquire by another field = %+v, %v; want refused with a TTL", a, err)
+	}
+	if v, err := reentrant.RaiseFence(bg(), rc, name, 2); err != nil || v != last {
+		t.Fatalf("RaiseFence below the counter = %d, %v; want %d unchanged", v, err, last)
+	}
+	if v, err := reentrant.RaiseFence(bg(), rc, name, 1000); err != nil || v != 1000 {
+		t.Fatalf("RaiseFence = %d, %v; want 1000", v, err)
+	}
+	reentrant.ForceUnlock(bg(), rc, name, reentrant.Publish)
+	rc.Do(bg(), rc.B().Del().Key(reentrant.TokenName(name)).Build())
+}
+
+// 250 holds go out as 3 renew commands (100, 100, 50) in one DoMulti.
+func TestRenewBatchesInChunks(t *testing.T) {
+	rc := client(t)
+	if err := reentrant.Load(bg(), rc); err != nil {
+		t.Fatal(err)
+	}
+	var holds []reentrant.Hold
+	for i := 0; i < 250; i++ {
+		h := reentrant.Hold{Name: t.Name() + ":" + strconv.Itoa(i), Field: "f:1"}
+		if i%2 == 0 { // half are held by the field, half not at all
+			if _, err := reentrant.Acquire(bg(), rc, h.Name, h.Field, time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		holds = append(holds, h)
+	}
+	b := reentrant.BuildRenew(rc, time.Minute, holds)
+	if len(b.Cmds) != 3 || len(b.Holds[0]) != 100 || len(b.Holds[2]) != 50 {
+		t.Fatalf("%d commands, want 3 of 100, 100, 50", len(b.Cmds))
+	}
+	renewed := 0
+	for i, res := range rc.DoMulti(bg(), b.Cmds...) {
+		r, err := reentrant.ParseRenew(res, len(b.Holds[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, ok := range r {
+			if ok != (j%2 == 0) {
+				t.Fatalf("hold %d of command %d renewed=%v", j, i, ok)
+			}
+			if ok {
+				renewed++
+			}
+		}
+	}
+	if renewed != 125 {
+		t.Fatalf("renewed %d, want 125", renewed)
+	}
+	pttl, _ := rc.Do(bg(), rc.B().Pttl().Key(holds[0].Name).Build()).AsInt64()
+	if pttl <= time.Second.Milliseconds() {
+		t.Fatalf("PTTL %d after renewal to a minute", pttl)
+	}
+	rc.Do(bg(), rc.B().Flushall().Build())
+}
+
+// A hash that is not a lock (another program's) gets an error, not a panic.
+func TestWrongTypeKey(t *testing.T) {
+	rc := client(t)
+	name := t.Name()
+	rc.Do(bg(), rc.B().Set().Key(name).Value("x").Build())
+	if _, err := reentrant.Acquire(bg(), rc, name, "f:1", time.Minute); err == nil {
+		t.Fatal("acquire on a string key succeeded")
+	}
+	rc.Do(bg(), rc.B().Del().Key(name).Build())
+}
