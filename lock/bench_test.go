@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"runtime"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -51,47 +52,104 @@ func BenchmarkRawEvalsha(b *testing.B) {
 	}
 }
 
-// BenchmarkHeld10k holds 10,000 locks on one Client and reports the heap
-// bytes and goroutines each held lock costs (run with -benchtime 1x).
-func BenchmarkHeld10k(b *testing.B) {
-	const locks = 10000
-	for b.Loop() {
-		c := newClient(b, lock.Config{Addrs: []string{shared.DirectAddr()}, WatchdogTimeout: time.Hour, RenewInterval: 30 * time.Minute})
-		base := name(b)
-		ctx := context.Background()
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		g0 := runtime.NumGoroutine()
-		helds := make([]*lock.Held, locks)
-		var wg sync.WaitGroup
-		const workers = 32
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; i < locks; i += workers {
-					h, err := c.Mutex(base + ":" + strconv.Itoa(i)).TryLock(ctx)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					helds[i] = h
+// BenchmarkHeld holds 1,000 and 10,000 locks on one Client and reports
+// the heap bytes each held lock costs and the goroutines added while
+// holding them (which must not grow with the count). Run with -benchtime 1x.
+func BenchmarkHeld(b *testing.B) {
+	for _, locks := range []int{1000, 10000} {
+		b.Run("locks="+strconv.Itoa(locks), func(b *testing.B) {
+			for b.Loop() {
+				benchHeld(b, locks)
+			}
+		})
+	}
+}
+
+func benchHeld(b *testing.B, locks int) {
+	c := newClient(b, lock.Config{Addrs: []string{shared.DirectAddr()}, WatchdogTimeout: time.Hour, RenewInterval: 30 * time.Minute})
+	base := name(b)
+	ctx := context.Background()
+	helds := make([]*lock.Held, locks)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	const workers = 32
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < locks; i += workers {
+				h, err := c.Mutex(base + ":" + strconv.Itoa(i)).TryLock(ctx)
+				if err != nil {
+					b.Error(err)
+					return
 				}
-			}()
+				helds[i] = h
+			}
+		}()
+	}
+	wg.Wait()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	g1 := runtime.NumGoroutine()
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(locks), "B/lock")
+	b.ReportMetric(float64(g1-g0), "goroutines-added")
+	for _, h := range helds {
+		if h != nil {
+			_ = h.Unlock(ctx)
 		}
-		wg.Wait()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		g1 := runtime.NumGoroutine()
-		// Less the 8 bytes per lock of the benchmark's own helds slice.
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/locks-8, "B/lock")
-		b.ReportMetric(float64(g1-g0), "goroutines-added")
-		for _, h := range helds {
-			if h != nil {
-				_ = h.Unlock(ctx)
+	}
+	_ = c.Close(ctx)
+}
+
+// BenchmarkLockUnlockVsFloor interleaves blocks of Lock+Unlock and of the
+// floor (two trivial EVALSHAs) on the same server, so that the noise of a
+// shared machine hits both alike, and reports the ratio of their medians.
+func BenchmarkLockUnlockVsFloor(b *testing.B) {
+	c := newClient(b, lock.Config{Addrs: []string{shared.DirectAddr()}})
+	m := c.Mutex(name(b))
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{shared.DirectAddr()}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	script := rueidis.NewLuaScript("return 1")
+	ctx := context.Background()
+	script.Exec(ctx, rc, nil, nil)
+	const block = 50
+	var lockNs, floorNs []float64
+	for b.Loop() {
+		start := time.Now()
+		for i := 0; i < block; i++ {
+			h, err := m.TryLock(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := h.Unlock(ctx); err != nil {
+				b.Fatal(err)
 			}
 		}
-		_ = c.Close(ctx)
+		lockNs = append(lockNs, float64(time.Since(start).Nanoseconds())/block)
+		start = time.Now()
+		for i := 0; i < block; i++ {
+			script.Exec(ctx, rc, []string{"k"}, nil)
+			script.Exec(ctx, rc, []string{"k"}, nil)
+		}
+		floorNs = append(floorNs, float64(time.Since(start).Nanoseconds())/block)
 	}
+	l, f := median(lockNs), median(floorNs)
+	b.ReportMetric(l, "lock-ns/op")
+	b.ReportMetric(f, "floor-ns/op")
+	b.ReportMetric(l/f, "ratio")
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }

@@ -37,7 +37,7 @@ type Client struct {
 	mu       sync.Mutex
 	closed   bool
 	ops      sync.WaitGroup
-	holdings map[string]*holding // by name + "\x00" + field
+	holdings map[holdKey]*holding
 }
 
 // New connects to the master in cfg and returns a Client. The connection
@@ -130,7 +130,7 @@ func newClient(rc rueidis.Client, cfg Config, owned bool) (*Client, error) {
 		obs:      cfg.Observer,
 		done:     make(chan struct{}),
 		latches:  make(chan string, 4096),
-		holdings: map[string]*holding{},
+		holdings: map[holdKey]*holding{},
 	}
 	if c.id == "" {
 		c.id = reentrant.NewClientID()
@@ -222,7 +222,7 @@ func (c *Client) Close(ctx context.Context) error {
 	for _, h := range c.holdings {
 		holdings = append(holdings, h)
 	}
-	c.holdings = map[string]*holding{}
+	c.holdings = map[holdKey]*holding{}
 	c.mu.Unlock()
 	for _, h := range holdings {
 		if err := c.releaseAll(ctx, h); err != nil {

@@ -269,7 +269,11 @@ func without(hs []*Held, h *Held) []*Held {
 	return hs
 }
 
-func key(name, field string) string { return name + "\x00" + field }
+// holdKey identifies a lock held by one field. A struct of the two strings,
+// not their concatenation: a map key that allocates nothing.
+type holdKey struct{ name, field string }
+
+func key(name, field string) holdKey { return holdKey{name, field} }
 
 // onLost is the watchdog's report that hd was lost.
 func (c *Client) onLost(hd *holding, le *watchdog.LossError) {

@@ -80,7 +80,7 @@ type Registry struct {
 	cfg Config
 
 	mu       sync.Mutex
-	entries  map[string]*Entry // by name + "\x00" + field
+	entries  map[entryKey]*Entry
 	inflight map[*Entry]bool   // entries of the tick being sent
 	tickDone chan struct{}     // closed when the tick in flight ends
 	nudge    chan struct{}     // tells Run an explicit lease was tracked
@@ -91,10 +91,14 @@ func New(c rueidis.Client, cfg Config) (*Registry, error) {
 	if cfg.Lease <= 0 || cfg.Interval <= 0 || cfg.Interval >= cfg.Lease {
 		return nil, fmt.Errorf("rlock: watchdog: interval %v must be positive and less than lease %v", cfg.Interval, cfg.Lease)
 	}
-	return &Registry{c: c, cfg: cfg, entries: map[string]*Entry{}, nudge: make(chan struct{}, 1)}, nil
+	return &Registry{c: c, cfg: cfg, entries: map[entryKey]*Entry{}, nudge: make(chan struct{}, 1)}, nil
 }
 
-func key(name, field string) string { return name + "\x00" + field }
+// entryKey identifies a lock held by one field. A struct of the two strings,
+// not their concatenation: a map key that allocates nothing.
+type entryKey struct{ name, field string }
+
+func key(name, field string) entryKey { return entryKey{name, field} }
 
 // Track starts tracking a lock that was acquired by a request sent at
 // sent, with the given lease. With renew, the watchdog renews it each

@@ -104,7 +104,7 @@ func (r *Registry) Tick(ctx context.Context) Tick {
 	}
 	var losses []loss
 	r.mu.Lock()
-	byKey := make(map[string]*Entry, len(batch))
+	byKey := make(map[entryKey]*Entry, len(batch))
 	for _, e := range batch {
 		byKey[key(e.name, e.field)] = e
 	}
