@@ -17,8 +17,11 @@ type latencyResult struct {
 	Floor   summary // two EVALSHA round trips, rueidis
 	FloorPl summary // the same on a rueidis client in pipelining mode
 	FloorGo summary // the same on go-redis
-	Libs    []libLatency
-	Samples int // per library
+	// FloorCPU, FloorPlCPU, FloorGoCPU are the process CPU per cycle of
+	// the floors.
+	FloorCPU, FloorPlCPU, FloorGoCPU time.Duration
+	Libs                             []libLatency
+	Samples                          int // per library
 
 	floorSamples, floorPlSamples, floorGoSamples, rttSamples samples
 }
@@ -28,7 +31,8 @@ type libLatency struct {
 	Client       string
 	Total        summary // Lock + Unlock
 	Lock, Unlock summary
-	RatioP50     float64 // to the floor
+	CPU          time.Duration // this process's CPU per cycle
+	RatioP50     float64       // to the floor
 	RatioP99     float64
 	RatioOwn     float64 // p50 to the floor on the library's own client, in the mode it runs in
 
@@ -98,7 +102,10 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		}})
 	}
 
-	type acc struct{ lock, total samples }
+	type acc struct {
+		lock, total samples
+		cpu         time.Duration
+	}
 	accs := make([]acc, len(targets))
 	for i, t := range targets { // warm up: connections, script caches
 		for range p.latencyWarmup {
@@ -114,6 +121,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 	for range p.latencyRounds {
 		for _, i := range rand.Perm(len(targets)) {
 			t := targets[i]
+			c0 := cpuTime()
 			for range p.latencyBlock {
 				ld, td, err := t.cycle(ctx)
 				if err != nil {
@@ -122,6 +130,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 				accs[i].lock = append(accs[i].lock, ld)
 				accs[i].total = append(accs[i].total, td)
 			}
+			accs[i].cpu += cpuTime() - c0
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -140,13 +149,15 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 	r.FloorPl = summarize(r.floorPlSamples)
 	r.floorGoSamples = accs[2].total.sorted()
 	r.FloorGo = summarize(r.floorGoSamples)
+	perCycle := func(a acc) time.Duration { return a.cpu / time.Duration(max(len(a.total), 1)) }
+	r.FloorCPU, r.FloorPlCPU, r.FloorGoCPU = perCycle(accs[0]), perCycle(accs[1]), perCycle(accs[2])
 	for i, lib := range libs {
 		a := accs[i+nFloors]
 		unl := make(samples, len(a.total))
 		for j := range a.total {
 			unl[j] = a.total[j] - a.lock[j]
 		}
-		ll := libLatency{Name: lib.name, Client: lib.client, Total: summarize(a.total), Lock: summarize(a.lock), Unlock: summarize(unl), totalSamples: a.total.sorted()}
+		ll := libLatency{Name: lib.name, Client: lib.client, Total: summarize(a.total), Lock: summarize(a.lock), Unlock: summarize(unl), CPU: perCycle(a), totalSamples: a.total.sorted()}
 		ll.RatioP50 = ratio(ll.Total.P50, r.Floor.P50)
 		ll.RatioP99 = ratio(ll.Total.P99, r.Floor.P99)
 		own := r.FloorPl.P50
@@ -154,10 +165,10 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 			own = r.FloorGo.P50
 		}
 		ll.RatioOwn = ratio(ll.Total.P50, own)
-		logf("  %-12s p50 %v p99 %v  %.2f× floor (%.2f× its client's floor)", ll.Name, ll.Total.P50, ll.Total.P99, ll.RatioP50, ll.RatioOwn)
+		logf("  %-12s p50 %v p99 %v  %.2f× floor (%.2f× its client's floor), CPU/cycle %v", ll.Name, ll.Total.P50, ll.Total.P99, ll.RatioP50, ll.RatioOwn, ll.CPU)
 		r.Libs = append(r.Libs, ll)
 	}
-	logf("  floor p50 %v, pipelining %v, go-redis %v, PING p50 %v", r.Floor.P50, r.FloorPl.P50, r.FloorGo.P50, r.RTT.P50)
+	logf("  floor p50 %v, pipelining %v, go-redis %v, PING p50 %v; floor CPU/cycle %v, %v, %v", r.Floor.P50, r.FloorPl.P50, r.FloorGo.P50, r.RTT.P50, r.FloorCPU, r.FloorPlCPU, r.FloorGoCPU)
 	return r, nil
 }
 

@@ -10,10 +10,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -224,6 +226,7 @@ type machine struct {
 	Kernel     string
 	Go         string
 	Redis      string
+	Revision   string // rlock's commit, and whether its working tree differed
 }
 
 func describeMachine(ctx context.Context) machine {
@@ -239,6 +242,7 @@ func describeMachine(ctx context.Context) machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = "Linux " + strings.TrimSpace(string(b))
 	}
+	m.Revision = revision(ctx)
 	if s, err := startRedis(ctx); err == nil {
 		if c, err := admin(s.Addr()); err == nil {
 			m.Redis = redisVersion(ctx, c)
@@ -247,4 +251,19 @@ func describeMachine(ctx context.Context) machine {
 		s.Close()
 	}
 	return m
+}
+
+// revision names the rlock commit the run was built from (bench's replace
+// points at ../), noting uncommitted changes outside bench/ and docs/.
+func revision(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", "..", "log", "-1", "--format=%h").Output()
+	if err != nil {
+		return "unknown revision"
+	}
+	rev := "commit " + strings.TrimSpace(string(out))
+	st, err := exec.CommandContext(ctx, "git", "-C", "..", "status", "--porcelain", "--", ".", ":(exclude)bench", ":(exclude)docs").Output()
+	if err == nil && len(bytes.TrimSpace(st)) > 0 {
+		rev += " with uncommitted changes in the working tree"
+	}
+	return rev
 }

@@ -24,8 +24,9 @@ type redlockRow struct {
 	Name     string
 	Masters  int
 	Acquire  summary
-	Cycle    summary // Lock + Unlock
-	RatioP50 float64 // acquire p50 / the same library's on one master
+	Cycle    summary       // Lock + Unlock
+	CPU      time.Duration // this process's CPU per cycle
+	RatioP50 float64       // acquire p50 / the same library's on one master
 	RatioP99 float64
 	acquires samples
 }
@@ -122,6 +123,7 @@ func runRedLock(ctx context.Context, p params) (*redlockResult, error) {
 		})},
 	}
 	acq := make([]samples, len(targets))
+	cpu := make([]time.Duration, len(targets))
 	cyc := make([]samples, len(targets))
 	for _, t := range targets {
 		for range p.latencyWarmup {
@@ -132,6 +134,7 @@ func runRedLock(ctx context.Context, p params) (*redlockResult, error) {
 	}
 	for range p.redlockRounds {
 		for _, i := range rand.Perm(len(targets)) {
+			c0 := cpuTime()
 			for range p.redlockBlock {
 				a, c, err := targets[i].cycle(ctx)
 				if err != nil {
@@ -140,16 +143,21 @@ func runRedLock(ctx context.Context, p params) (*redlockResult, error) {
 				acq[i] = append(acq[i], a)
 				cyc[i] = append(cyc[i], c)
 			}
+			cpu[i] += cpuTime() - c0
 		}
 	}
 	r := &redlockResult{Masters: n, Samples: p.redlockRounds * p.redlockBlock, RTT: summarize(rtt)}
 	for i, t := range targets {
-		r.Rows = append(r.Rows, redlockRow{Name: t.name, Masters: t.masters, Acquire: summarize(acq[i]), Cycle: summarize(cyc[i]), acquires: acq[i].sorted()})
+		r.Rows = append(r.Rows, redlockRow{Name: t.name, Masters: t.masters, Acquire: summarize(acq[i]), Cycle: summarize(cyc[i]),
+			CPU: cpu[i] / time.Duration(max(len(cyc[i]), 1)), acquires: acq[i].sorted()})
 	}
 	for i := range r.Rows {
 		base := r.Rows[i/2*2] // the single-master row of the same library
 		r.Rows[i].RatioP50 = ratio(r.Rows[i].Acquire.P50, base.Acquire.P50)
 		r.Rows[i].RatioP99 = ratio(r.Rows[i].Acquire.P99, base.Acquire.P99)
+	}
+	for _, row := range r.Rows {
+		logf("  %-16s acquire p50 %v p99 %v (%.2f× / %.2f× one master), CPU/cycle %v", row.Name, row.Acquire.P50, row.Acquire.P99, row.RatioP50, row.RatioP99, row.CPU)
 	}
 	return r, nil
 }

@@ -23,7 +23,10 @@ type renewalResult struct {
 	Lease    time.Duration
 	Interval time.Duration
 	Ticks    int
-	Rows     []renewalRow
+	// IdleCPU and IdleRedisCPU are the CPU of this process and of
+	// redis-server per period with no lock held: the floor under the rows.
+	IdleCPU, IdleRedisCPU time.Duration
+	Rows                  []renewalRow
 }
 
 type renewalRow struct {
@@ -52,6 +55,19 @@ func runRenewal(ctx context.Context, p params) (*renewalResult, error) {
 	}
 	defer adm.Close()
 	r := &renewalResult{Lease: p.renewLease, Interval: p.renewInterval, Ticks: p.renewTicks}
+	cpu0 := cpuTime()
+	rcpu0, err := redisCPU(ctx, adm)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(p.renewInterval * time.Duration(p.renewTicks))
+	rcpu1, err := redisCPU(ctx, adm)
+	if err != nil {
+		return nil, err
+	}
+	r.IdleCPU = (cpuTime() - cpu0) / time.Duration(p.renewTicks)
+	r.IdleRedisCPU = (rcpu1 - rcpu0) / time.Duration(p.renewTicks)
+	logf("  idle: CPU %v/period (redis %v)", r.IdleCPU, r.IdleRedisCPU)
 	type renewer func(context.Context, params, string, rueidis.Client, int) (*renewalRow, error)
 	for i, n := range p.renewCounts {
 		fs := []renewer{renewRlock, func(ctx context.Context, p params, addr string, adm rueidis.Client, n int) (*renewalRow, error) {

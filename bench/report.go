@@ -69,7 +69,7 @@ func (r *results) plots() []plot {
 	if l := r.Latency; l != nil {
 		c := lineChart{
 			title: "Uncontended Lock+Unlock latency by percentile",
-			x:     axis{log: true, min: 1, max: 10000, ticks: percentileTicks, label: "percentile"},
+			x:     percentileAxis(l.Samples),
 			y:     axis{log: true, label: "latency (µs, log)"},
 			note:  fmt.Sprintf("%d cycles per library, one goroutine. Dashed: PING (one round trip) and the floors (two EVALSHA round trips).", l.Samples),
 		}
@@ -116,7 +116,7 @@ func (r *results) plots() []plot {
 
 		w := lineChart{
 			title: "Contention: wait for the lock by percentile",
-			x:     axis{log: true, min: 1, max: 10000, ticks: percentileTicks, label: "percentile"},
+			x:     percentileAxis(maxWaits(ct)),
 			y:     axis{log: true, label: "wait (ms, log)"},
 		}
 		for _, row := range ct.Rows {
@@ -128,7 +128,7 @@ func (r *results) plots() []plot {
 	if h := r.Handoff; h != nil {
 		c := lineChart{
 			title: "Handoff: release to next holder, by percentile",
-			x:     axis{log: true, min: 1, max: 1000, ticks: percentileTicks[:5], label: "percentile"},
+			x:     percentileAxis(h.Iterations),
 			y:     axis{log: true, label: "handoff (idle round trips, log)"},
 			note:  fmt.Sprintf("%d handoffs per library; 1 idle RTT = p50 of a PING sent after the same pause = %s. Dashed: polling waiters.", h.Iterations, fmtDur(h.IdleRTT.P50)),
 		}
@@ -184,6 +184,26 @@ func (r *results) plots() []plot {
 		ps = append(ps, plot{"bench-redlock.svg", "RedLock acquire latency", c.svg()})
 	}
 	return ps
+}
+
+// percentileAxis is the x axis of a percentile plot of n samples: up to
+// the decade that holds the last sample.
+func percentileAxis(n int) axis {
+	a := axis{log: true, min: 1, max: math.Pow(10, math.Ceil(math.Log10(float64(max(n, 10))))), label: "percentile"}
+	for _, t := range percentileTicks {
+		if t.v <= a.max {
+			a.ticks = append(a.ticks, t)
+		}
+	}
+	return a
+}
+
+func maxWaits(ct *contentionResult) int {
+	n := 0
+	for _, row := range ct.Rows {
+		n = max(n, len(row.waits))
+	}
+	return n
 }
 
 func toUS(s samples) []float64 {
@@ -272,7 +292,7 @@ func (r *results) markdown(img string) string {
 	fmt.Fprintf(&w, "- Command: `%s` (from the repository root)\n", r.Command)
 	fmt.Fprintf(&w, "- Date: %s, %s of running\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second))
 	fmt.Fprintf(&w, "- Machine: %d CPUs (nproc), %s, %s; GOMAXPROCS %d\n", m.NumCPU, m.CPUModel, m.Kernel, m.GOMAXPROCS)
-	fmt.Fprintf(&w, "- Software: Go %s, redis-server %s\n", strings.TrimPrefix(m.Go, "go"), m.Redis)
+	fmt.Fprintf(&w, "- Software: Go %s, redis-server %s; rlock at %s\n", strings.TrimPrefix(m.Go, "go"), m.Redis, m.Revision)
 	w.WriteString("- Servers: redis-server processes started by the run on 127.0.0.1, without persistence; every client is in the benchmark process and talks over loopback TCP.\n")
 	if r.Quick {
 		w.WriteString("- Mode: **-quick** (CI smoke run: small samples, numbers only indicative)\n")
@@ -290,7 +310,7 @@ func (r *results) markdown(img string) string {
 	w.WriteString("### Libraries\n\n")
 	table(&w, []string{"Name", "Module", "Version", "Configuration here"}, [][]string{
 		{"rlock", "github.com/rlock-go/rlock", v["github.com/rlock-go/rlock"], libRlock.config},
-		{"rlock-poll", "github.com/rlock-go/rlock/reentrant", v["github.com/rlock-go/rlock"], libPoll.config},
+		{"rlock-poll", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libPoll.config},
 		{"redsync", "github.com/go-redsync/redsync/v4", v["github.com/go-redsync/redsync/v4"], libRedsync.config + fmt.Sprintf(" (go-redis %s)", v["github.com/redis/go-redis/v9"])},
 		{"redislock", "github.com/bsm/redislock", v["github.com/bsm/redislock"], libRedislock.config},
 		{"rueidislock", "github.com/redis/rueidis/rueidislock", v["github.com/redis/rueidis"], libRueidislock.config},
@@ -301,15 +321,15 @@ func (r *results) markdown(img string) string {
 		w.WriteString("## 1. Uncontended Lock+Unlock latency\n\n")
 		fmt.Fprintf(&w, "One goroutine takes and releases a free lock, %d times per library (%d rounds of %d, libraries interleaved in random order each round, after %d warm-up cycles). The floor is two EVALSHA round trips of a trivial script on one rueidis client: what any lock on one master needs at least (acquire, release). Two more floors separate a library's own cost from its client's: the same round trips on go-redis (the client under redsync and redislock), and on a rueidis client that has seen concurrent requests (*pipelining*: rueidis serves a connection used by one goroutine at a time on the caller's goroutine, and switches it for good to a writer and a reader goroutine at the first concurrent request; rlock and rueidislock both do background work on their client, so they run in that mode). *p50 / own client's floor* divides by the floor of the client and mode the library runs on.\n\n", l.Samples, p.latencyRounds, p.latencyBlock, p.latencyWarmup)
 		rows := [][]string{
-			{"PING (1 round trip)", "", fmtDur(l.RTT.P50), fmtDur(l.RTT.P99), fmtDur(l.RTT.Mean), "", "", fx(ratio(l.RTT.P50, l.Floor.P50)), fx(ratio(l.RTT.P99, l.Floor.P99)), ""},
-			{"floor (2 × EVALSHA)", "rueidis", fmtDur(l.Floor.P50), fmtDur(l.Floor.P99), fmtDur(l.Floor.Mean), "", "", "1", "1", ""},
-			{"floor (2 × EVALSHA)", "rueidis, pipelining", fmtDur(l.FloorPl.P50), fmtDur(l.FloorPl.P99), fmtDur(l.FloorPl.Mean), "", "", fx(ratio(l.FloorPl.P50, l.Floor.P50)), fx(ratio(l.FloorPl.P99, l.Floor.P99)), "1"},
-			{"floor (2 × EVALSHA)", "go-redis", fmtDur(l.FloorGo.P50), fmtDur(l.FloorGo.P99), fmtDur(l.FloorGo.Mean), "", "", fx(ratio(l.FloorGo.P50, l.Floor.P50)), fx(ratio(l.FloorGo.P99, l.Floor.P99)), "1"},
+			{"PING (1 round trip)", "", fmtDur(l.RTT.P50), fmtDur(l.RTT.P99), fmtDur(l.RTT.Mean), "", "", "", fx(ratio(l.RTT.P50, l.Floor.P50)), fx(ratio(l.RTT.P99, l.Floor.P99)), ""},
+			{"floor (2 × EVALSHA)", "rueidis", fmtDur(l.Floor.P50), fmtDur(l.Floor.P99), fmtDur(l.Floor.Mean), "", "", fmtDur(l.FloorCPU), "1", "1", ""},
+			{"floor (2 × EVALSHA)", "rueidis, pipelining", fmtDur(l.FloorPl.P50), fmtDur(l.FloorPl.P99), fmtDur(l.FloorPl.Mean), "", "", fmtDur(l.FloorPlCPU), fx(ratio(l.FloorPl.P50, l.Floor.P50)), fx(ratio(l.FloorPl.P99, l.Floor.P99)), "1"},
+			{"floor (2 × EVALSHA)", "go-redis", fmtDur(l.FloorGo.P50), fmtDur(l.FloorGo.P99), fmtDur(l.FloorGo.Mean), "", "", fmtDur(l.FloorGoCPU), fx(ratio(l.FloorGo.P50, l.Floor.P50)), fx(ratio(l.FloorGo.P99, l.Floor.P99)), "1"},
 		}
 		for _, lib := range l.Libs {
-			rows = append(rows, []string{"**" + lib.Name + "**", lib.Client, fmtDur(lib.Total.P50), fmtDur(lib.Total.P99), fmtDur(lib.Total.Mean), fmtDur(lib.Lock.P50), fmtDur(lib.Unlock.P50), "**" + fx(lib.RatioP50) + "**", fx(lib.RatioP99), fx(lib.RatioOwn)})
+			rows = append(rows, []string{"**" + lib.Name + "**", lib.Client, fmtDur(lib.Total.P50), fmtDur(lib.Total.P99), fmtDur(lib.Total.Mean), fmtDur(lib.Lock.P50), fmtDur(lib.Unlock.P50), fmtDur(lib.CPU), "**" + fx(lib.RatioP50) + "**", fx(lib.RatioP99), fx(lib.RatioOwn)})
 		}
-		table(&w, []string{"", "client", "p50", "p99", "mean", "Lock p50", "Unlock p50", "p50 / floor", "p99 / floor", "p50 / own client's floor"}, rows)
+		table(&w, []string{"", "client", "p50", "p99", "mean", "Lock p50", "Unlock p50", "process CPU/cycle", "p50 / floor", "p99 / floor", "p50 / own client's floor"}, rows)
 		fmt.Fprintf(&w, "![%s](%s/bench-latency.svg)\n\n", "Uncontended latency by percentile", img)
 	}
 
@@ -341,6 +361,7 @@ func (r *results) markdown(img string) string {
 				fmtDur(row.Wait.P50), fmtDur(row.Wait.P99), fmtDur(row.Wait.Max), fx(row.MaxMin), fx(row.RequestsAcq), fx(row.CommandsAcq)})
 		}
 		table(&w, []string{"", "acq/s", "ideal/s", "of ideal", "wait p50", "wait p99", "wait max", "max/min share", "requests/acq", "Redis commands/acq"}, rows)
+		w.WriteString("How the waiters behave, which the numbers reflect: a contender that has just unlocked calls Lock again at once and can take the lock before a waiter has woken (barging), which keeps the lock busy but makes waits unequal. Polling waiters see the lock free only when a retry happens to land between holds. rlock's release publishes one unlock message that reaches every subscribed client, and each client wakes one of its own waiters (Redisson's protocol): with one client per contender, every release sets off one attempt per waiting client; with one client, one attempt. rueidislock wakes waiters with the invalidation of the lock key, which likewise reaches every client that read it.\n\n")
 		rows = nil
 		for _, row := range ct.Rows {
 			rows = append(rows, []string{row.Name, fmt.Sprint(row.Acquisitions), fmtDur(row.MeanHold), fmt.Sprintf("%d / %d", row.MinShare, row.MaxShare), row.TopCommands})
@@ -370,7 +391,7 @@ func (r *results) markdown(img string) string {
 
 	if rn := r.Renewal; rn != nil {
 		w.WriteString("## 5. Renewal at scale\n\n")
-		fmt.Fprintf(&w, "One process holds N locks (taken by 32 goroutines) with a lease of %v renewed every %v, and the cost is measured over %d renewal periods once every lock had been renewed: requests sent per period, CPU of this process per period (getrusage, all threads) and per lock, CPU of redis-server per period (INFO cpu), goroutines and memory (live heap + goroutine stacks, runtime/metrics after GC) per held lock. rlock's watchdog renews every lock of a Client in one DoMulti round trip per period (its Observer's Renew events give the round trips and the tick's duration); rueidislock runs a goroutine and a timer per lock, each sending its own extend script (rueidis pipelines the concurrent requests on its connection). redsync and redislock have no renewal. *still held* counts the lock keys in Redis after the window.\n\n", rn.Lease, rn.Interval, rn.Ticks)
+		fmt.Fprintf(&w, "One process holds N locks (taken by 32 goroutines) with a lease of %v renewed every %v, and the cost is measured over %d renewal periods once every lock had been renewed: requests sent per period, CPU of this process per period (getrusage, all threads) and per lock, CPU of redis-server per period (INFO cpu), goroutines and memory (live heap + goroutine stacks, runtime/metrics after GC) per held lock. rlock's watchdog renews every lock of a Client in one DoMulti round trip per period (its Observer's Renew events give the round trips and the tick's duration); rueidislock runs a goroutine and a timer per lock, each sending its own extend script (rueidis pipelines the concurrent requests on its connection). redsync and redislock have no renewal. *still held* counts the lock keys in Redis after the window. With no lock held, the same window costs %s of this process's CPU and %s of redis-server's per period.\n\n", rn.Lease, rn.Interval, rn.Ticks, fmtDur(rn.IdleCPU), fmtDur(rn.IdleRedisCPU))
 		var rows [][]string
 		for _, row := range rn.Rows {
 			tick := "–"
@@ -390,9 +411,9 @@ func (r *results) markdown(img string) string {
 		fmt.Fprintf(&w, "%d independent redis-server processes. rlock: `multilock.NewRedLock` over one `lock.Client` per master; redsync: `redsync.New` with one go-redis pool per master. Each is compared with itself on one master (the first). %d uncontended cycles per row, rows interleaved; acquire = Lock returning. PING p50 to one master = %s.\n\n", rl.Masters, rl.Samples, fmtDur(rl.RTT.P50))
 		var rows [][]string
 		for _, row := range rl.Rows {
-			rows = append(rows, []string{"**" + row.Name + "**", fmt.Sprint(row.Masters), fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Cycle.P50), fx(row.RatioP50), fx(row.RatioP99)})
+			rows = append(rows, []string{"**" + row.Name + "**", fmt.Sprint(row.Masters), fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Cycle.P50), fmtDur(row.CPU), "**" + fx(row.RatioP50) + "**", fx(row.RatioP99)})
 		}
-		table(&w, []string{"", "masters", "acquire p50", "acquire p99", "Lock+Unlock p50", "acquire p50 / 1 master", "acquire p99 / 1 master"}, rows)
+		table(&w, []string{"", "masters", "acquire p50", "acquire p99", "Lock+Unlock p50", "process CPU/cycle", "acquire p50 / 1 master", "acquire p99 / 1 master"}, rows)
 		if len(rl.Rows) == 4 {
 			fmt.Fprintf(&w, "rlock RedLock / redsync RedLock, acquire p50: %s.\n\n", fx(ratio(rl.Rows[1].Acquire.P50, rl.Rows[3].Acquire.P50)))
 		}
