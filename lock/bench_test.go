@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 )
 
@@ -35,11 +36,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 // BenchmarkRawEvalsha is the floor: two round trips of a trivial script
 // by EVALSHA on one rueidis client.
 func BenchmarkRawEvalsha(b *testing.B) {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{shared.DirectAddr()}, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
+	rc := integration.NewClient(b, shared.DirectAddr())
 	script := rueidis.NewLuaScript("return 1")
 	ctx := context.Background()
 	script.Exec(ctx, rc, nil, nil) // load it
@@ -110,11 +107,7 @@ func benchHeld(b *testing.B, locks int) {
 func BenchmarkLockUnlockVsFloor(b *testing.B) {
 	c := newClient(b, lock.Config{Addrs: []string{shared.DirectAddr()}})
 	m := c.Mutex(name(b))
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{shared.DirectAddr()}, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
+	rc := integration.NewClient(b, shared.DirectAddr())
 	script := rueidis.NewLuaScript("return 1")
 	ctx := context.Background()
 	script.Exec(ctx, rc, nil, nil)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
@@ -22,23 +19,7 @@ import (
 var shared *integration.Server
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	srv, err := integration.StartRedis(ctx, integration.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lock tests need redis-server (Debian: apt-get install redis-server):", err)
-		os.Exit(1)
-	}
-	shared = srv
-	code := m.Run()
-	srv.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	integration.Main(m, 1, integration.Options{}, func(s []*integration.Server) { shared = s[0] })
 }
 
 // name returns a lock name unique to the test.
@@ -81,12 +62,7 @@ func raw(t testing.TB, srv ...*integration.Server) rueidis.Client {
 	if len(srv) > 0 {
 		s = srv[0]
 	}
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.DirectAddr()}, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	return rc
+	return integration.NewClient(t, s.DirectAddr())
 }
 
 func do(t testing.TB, rc rueidis.Client, args ...string) rueidis.RedisResult {

@@ -2,15 +2,12 @@ package reentrant_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/reentrant"
@@ -19,32 +16,12 @@ import (
 var srv *integration.Server
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	s, err := integration.StartRedis(ctx, integration.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reentrant tests need redis-server:", err)
-		os.Exit(1)
-	}
-	srv = s
-	code := m.Run()
-	s.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	integration.Main(m, 1, integration.Options{}, func(s []*integration.Server) { srv = s[0] })
 }
 
 func client(t testing.TB) rueidis.Client {
 	t.Helper()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.DirectAddr()}, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
+	rc := integration.NewClient(t, srv.DirectAddr())
 	return rc
 }
 

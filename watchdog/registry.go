@@ -81,9 +81,9 @@ type Registry struct {
 
 	mu       sync.Mutex
 	entries  map[entryKey]*Entry
-	inflight map[*Entry]bool   // entries of the tick being sent
-	tickDone chan struct{}     // closed when the tick in flight ends
-	nudge    chan struct{}     // tells Run an explicit lease was tracked
+	inflight map[*Entry]bool // entries of the tick being sent
+	tickDone chan struct{}   // closed when the tick in flight ends
+	nudge    chan struct{}   // tells Run an explicit lease was tracked
 }
 
 // New returns an empty Registry for the master behind c.

@@ -1,0 +1,59 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+)
+
+// Main runs a package's tests around n servers shared by all of them:
+// call it from TestMain. It starts the servers with opts (exiting with an
+// error when it cannot: the tests need them), hands them to use, runs the
+// tests, closes the servers and then fails the run if goroutines leaked
+// (goleak). It does not return.
+func Main(m *testing.M, n int, opts Options, use func([]*Server)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*DefaultTimeout)
+	servers, err := StartMasters(ctx, n, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rlock: these tests need redis-server (Debian: apt-get install redis-server):", err)
+		os.Exit(1)
+	}
+	use(servers)
+	code := m.Run()
+	for _, s := range servers {
+		if err := s.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "rlock: integration: close redis-server:", err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// NewClient returns a plain rueidis client on addr (usually a Server's
+// DirectAddr, for a test's own looks at Redis), closed when the test ends.
+func NewClient(tb testing.TB, addr string, password ...string) rueidis.Client {
+	tb.Helper()
+	opt := rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true}
+	if len(password) > 0 {
+		opt.Password = password[0]
+	}
+	opt.Dialer.Timeout = 5 * time.Second
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		tb.Fatalf("rlock: integration: client for %s: %v", addr, err)
+	}
+	tb.Cleanup(rc.Close)
+	return rc
+}
