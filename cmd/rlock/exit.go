@@ -20,21 +20,24 @@ const (
 	// exitError: inspect or demo failed (Redis error, broken invariant).
 	exitError = 1
 	// exitUsage: bad usage — unknown flag, missing or empty name, bad
-	// duration, no command, several addresses (EX_USAGE).
+	// duration, no command, an address given twice (EX_USAGE).
 	exitUsage = 64
-	// exitUnavailable: Redis could not be reached or did not answer
-	// (EX_UNAVAILABLE).
+	// exitUnavailable: Redis could not be reached or did not answer; with
+	// several masters, fewer than the quorum could (EX_UNAVAILABLE).
 	exitUnavailable = 69
 	// exitSoftware: an internal error that fits nowhere else
 	// (EX_SOFTWARE).
 	exitSoftware = 70
-	// exitConflict: run did not acquire the lock within --wait
-	// (EX_TEMPFAIL: try again later). --conflict-exit-code changes it.
+	// exitConflict: run did not acquire the lock within --wait: it was
+	// busy, or on several masters the quorum was not had (EX_TEMPFAIL:
+	// try again later). --conflict-exit-code changes it.
 	exitConflict = 75
-	// exitLost: run lost the lock while the command ran; the command was
-	// stopped (EX_PROTOCOL, the closest: the lock's contract broke).
+	// exitLost: run lost the lock while the command ran (several masters:
+	// fewer than the quorum still held it); the command was stopped
+	// (EX_PROTOCOL, the closest: the lock's contract broke).
 	exitLost = 76
-	// exitAuth: Redis refused the credentials (EX_NOPERM).
+	// exitAuth: Redis refused the credentials; with several masters, the
+	// quorum was not reached and one of them refused them (EX_NOPERM).
 	exitAuth = 77
 	// exitCannotExec: the command exists but could not be started
 	// (as env(1) and timeout(1)).

@@ -9,16 +9,18 @@ import (
 )
 
 // locker is the lock that rlock run holds around a command: one name on
-// one master (singleLocker, package lock) or, later, a RedLock on several
-// independent masters (package multilock). run sees only this interface;
-// newLocker chooses the implementation from the number of addresses.
+// one master (singleLocker, package lock) or a RedLock or MultiLock on
+// several independent masters (multiLocker, package multilock, in
+// redlock.go). run sees only this interface; newLocker chooses the
+// implementation from the number of addresses.
 //
 // A locker is used once: Lock, then Done/Lost/Fence while the command
 // runs, then Unlock, then Close.
 type locker interface {
 	// Lock acquires the lock with a fencing token: one attempt when
 	// o.wait is 0, else waiting up to o.wait. It returns an error matching
-	// lock.ErrNotAcquired when the lock stayed busy. Ending ctx ends the
+	// lock.ErrNotAcquired when the lock stayed busy (for several masters:
+	// the quorum was not had, lock.ErrQuorum). Ending ctx ends the
 	// wait; once acquired, ctx must stay live until Unlock (the hold is
 	// derived from it).
 	Lock(ctx context.Context, o lockOptions) error
@@ -26,8 +28,8 @@ type locker interface {
 	// is lost. It is nil before Lock succeeds.
 	Done() <-chan struct{}
 	// Lost returns why the hold ended without Unlock (a *lock.LostError
-	// matching lock.ErrLockLost for a lost lease), nil while it is held
-	// or after Unlock.
+	// matching lock.ErrLockLost for a lost lease, or a lost quorum), nil
+	// while it is held or after Unlock.
 	Lost() error
 	// Fence returns the fencing token of the acquisition: it strictly
 	// increases across acquisitions of the name.
@@ -52,23 +54,36 @@ type lockOptions struct {
 // lockerConfig describes the lock to take.
 type lockerConfig struct {
 	conn            connFlags
-	addrs           []string // one master; several for RedLock
+	addrs           []string // one master; several for a RedLock
+	all             bool     // several masters: every one must grant (MultiLock)
 	name            string
-	watchdogTimeout time.Duration // 0: lock.DefaultWatchdogTimeout
+	watchdogTimeout time.Duration  // 0: lock.DefaultWatchdogTimeout
+	observer        *lock.Observer // every Client's; nil: none
+}
+
+// clientConfig is the lock.Config of the master at addr.
+func (cfg lockerConfig) clientConfig(addr string) lock.Config {
+	lc := cfg.conn.lockConfig(addr)
+	lc.WatchdogTimeout = cfg.watchdogTimeout
+	lc.Observer = cfg.observer
+	return lc
 }
 
 // checkLocker rejects, before anything is dialled, what newLocker cannot
 // build.
 func checkLocker(cfg lockerConfig) error {
-	if len(cfg.addrs) > 1 {
-		// The plug point for package multilock: build a RedLock over one
-		// lock.Client per address here and in newLocker.
-		return usagef("--addr has %d addresses: RedLock over several masters comes with package multilock; give one address for now", len(cfg.addrs))
+	seen := make(map[string]bool, len(cfg.addrs))
+	for _, a := range cfg.addrs {
+		if seen[a] {
+			return usagef("--addr lists %s twice: give each master once", a)
+		}
+		seen[a] = true
 	}
 	return nil
 }
 
-// newLocker connects to the masters of cfg.
+// newLocker connects to the masters of cfg: a singleLocker for one
+// address, a multiLocker for several.
 //
 // May return errors matching lock.ErrInvalid, lock.ErrUnavailable,
 // lock.ErrAuth, or a usage error.
@@ -76,13 +91,29 @@ func newLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	if err := checkLocker(cfg); err != nil {
 		return nil, err
 	}
-	lc := cfg.conn.lockConfig(cfg.addrs[0])
-	lc.WatchdogTimeout = cfg.watchdogTimeout
-	c, err := lock.New(ctx, lc)
+	if len(cfg.addrs) > 1 {
+		return newMultiLocker(ctx, cfg)
+	}
+	c, err := lock.New(ctx, cfg.clientConfig(cfg.addrs[0]))
 	if err != nil {
 		return nil, err
 	}
 	return &singleLocker{c: c, m: c.Mutex(cfg.name)}, nil
+}
+
+// lostCause returns why the hold of ctx ended, once it has: the cause
+// of its cancellation (a *lock.LostError), or lock.ErrLockLost when it
+// has none. It returns nil while ctx is live.
+func lostCause(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	default:
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	return lock.ErrLockLost
 }
 
 // singleLocker is a locker on one master.
@@ -127,15 +158,7 @@ func (s *singleLocker) Lost() error {
 	if s.held == nil || s.unlocked {
 		return nil
 	}
-	select {
-	case <-s.held.Done():
-	default:
-		return nil
-	}
-	if cause := context.Cause(s.held.Context()); cause != nil {
-		return cause
-	}
-	return lock.ErrLockLost
+	return lostCause(s.held.Context())
 }
 
 func (s *singleLocker) Fence() uint64 {

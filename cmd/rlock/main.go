@@ -243,8 +243,17 @@ type connFlags struct {
 // register adds the connection flags to fs, with defaults from the
 // environment.
 func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.addr, "addr", envOr(envAddr, lock.DefaultAddr),
-		"Redis master `host:port`; $"+envAddr+" sets the default")
+	c.registerAddr(fs, "Redis master `host:port`; $"+envAddr+" sets the default")
+	c.registerAuth(fs)
+}
+
+// registerAddr adds --addr to fs, described by usage.
+func (c *connFlags) registerAddr(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&c.addr, "addr", envOr(envAddr, lock.DefaultAddr), usage)
+}
+
+// registerAuth adds the credential and TLS flags to fs.
+func (c *connFlags) registerAuth(fs *flag.FlagSet) {
 	fs.StringVar(&c.username, "username", "", "ACL `user` (default: the default user)")
 	// The default comes from the environment after parsing (see addrs),
 	// so that help never prints it.

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/rlock-go/rlock/lock"
 )
 
@@ -26,22 +28,38 @@ renewed for as long as the command runs. The command's environment gets
 RLOCK_NAME (the lock name) and RLOCK_FENCE (a fencing token that strictly
 increases with every acquisition of NAME).
 
+Several comma-separated addresses are independent masters: the lock is a
+RedLock, held once a majority of them (N/2+1) granted it, or with --all a
+MultiLock, held once every one did. Each master is dialled with the same
+credentials and TLS settings; those that cannot be reached within 3s are
+named on stderr and the lock goes on without them, provided that the
+quorum of all the masters given is still reachable (else exit 69). The
+lock is lost, and the command stopped, once fewer than the quorum still
+hold it.
+
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to rlock are
 forwarded to the command. While rlock waits for the lock, SIGINT, SIGTERM,
 SIGHUP and SIGQUIT end the wait (exit 128+signo).
 
 If the lock is lost while the command runs (the key was deleted, another
 holder took it, Redis was unreachable until the lease ran out, or --lease
-ran out), rlock says why on stderr, sends the command SIGTERM, then SIGKILL
-after --grace, and exits 76.
+ran out; for several masters, on too many of them), rlock says why on
+stderr, sends the command SIGTERM, then SIGKILL after --grace, and exits
+76.
+
+--trace stdout prints the spans of the run (OpenTelemetry, one JSON object
+per span) on stdout, in batches as they end and the rest when rlock exits.
+Without it, OTEL_EXPORTER_OTLP_ENDPOINT or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT sends them over OTLP/HTTP.
 
 Exit codes:
   N     the command's status (128+signo if a signal killed it)
   64    bad usage
-  69    Redis unreachable
+  69    Redis unreachable (several masters: fewer than the quorum reached)
   70    internal error
-  75    lock not acquired within --wait (see --conflict-exit-code)
-  76    lock lost while the command ran
+  75    lock not acquired within --wait: busy, or the quorum not had
+        (see --conflict-exit-code)
+  76    lock lost while the command ran (several masters: the quorum lost)
   77    Redis refused the credentials
   126   the command could not be started
   127   the command was not found`
@@ -71,17 +89,22 @@ type runOptions struct {
 	watchdogTimeout time.Duration
 	grace           time.Duration
 	conflict        int
+	all             bool
+	trace           string
 }
 
 func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs := newFlagSet("run")
-	o.conn.register(fs)
+	o.conn.registerAddr(fs, "Redis master `host:port`, or several comma-separated independent masters for a RedLock; $"+envAddr+" sets the default")
+	o.conn.registerAuth(fs)
 	fs.StringVar(&o.name, "name", "", "lock `name` (required): Redisson's lock name, as is")
 	fs.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock (default 0: one attempt)")
 	fs.DurationVar(&o.lease, "lease", 0, "hold the lock at most this long, without renewal; the command is stopped when it runs out (default: renewed while the command runs)")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 0, "lease the watchdog keeps renewing, every third of it (default 30s)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
 	fs.IntVar(&o.conflict, "conflict-exit-code", exitConflict, "exit `code` when the lock is not acquired within --wait")
+	fs.BoolVar(&o.all, "all", false, "with several --addr masters, every one must grant the lock (MultiLock), not a majority (RedLock)")
+	registerTrace(fs, &o.trace)
 	return fs
 }
 
@@ -109,14 +132,23 @@ func runMain(args []string) error {
 	case o.conflict < 0 || o.conflict > 255:
 		return usagef("run: --conflict-exit-code %d: want 0 to 255", o.conflict)
 	}
+	if err := checkTrace("run", o.trace); err != nil {
+		return err
+	}
 	addrs, err := o.conn.addrs()
 	if err != nil {
 		return err
 	}
-	cfg := lockerConfig{conn: o.conn, addrs: addrs, name: o.name, watchdogTimeout: o.watchdogTimeout}
+	cfg := lockerConfig{conn: o.conn, addrs: addrs, all: o.all, name: o.name, watchdogTimeout: o.watchdogTimeout}
 	if err := checkLocker(cfg); err != nil {
 		return err
 	}
+
+	// Flushed last, once signals are no longer caught: a Ctrl-C during a
+	// slow export ends rlock.
+	tr := startTracing(o.trace)
+	defer tr.flush()
+	cfg.observer = tr.observer
 
 	// Catch signals from the start: rlock must not die and leave the
 	// command running, or stop between acquiring and releasing.
@@ -124,8 +156,17 @@ func runMain(args []string) error {
 	signal.Notify(sigc, forwarded...)
 	defer signal.Stop(sigc)
 
+	// One span for the whole run: the acquire, hold and release spans of
+	// every master are its children, in one trace.
+	ctx, span := tr.start(context.Background(), "rlock run",
+		attribute.String("rlock.lock.name", o.name),
+		attribute.String("rlock.lock.kind", lockKind(len(addrs), o.all)),
+		attribute.Int("rlock.masters", len(addrs)),
+		attribute.String("process.command", argv[0]))
 	r := &runner{o: o, argv: argv, sigc: sigc}
-	return r.run(cfg)
+	err = r.run(ctx, cfg)
+	endSpan(span, err, o.conflict)
+	return err
 }
 
 // runner is one "rlock run": acquire, run the command, release.
@@ -140,10 +181,10 @@ type signalError struct{ sig os.Signal }
 
 func (e *signalError) Error() string { return "interrupted by " + signalName(e.sig) }
 
-func (r *runner) run(cfg lockerConfig) error {
+func (r *runner) run(parent context.Context, cfg lockerConfig) error {
 	// The hold derives from ctx: only a terminating signal before the
 	// command starts cancels it, and the deferred cancel at the very end.
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 
 	stopWatch := r.watchSignals(cancel)
@@ -305,7 +346,11 @@ func (r *runner) supervise(lk locker) error {
 				lost = fmt.Errorf("%w: lock %q ended while the command ran", lock.ErrLockLost, r.o.name)
 			}
 		case <-expired:
-			lost = fmt.Errorf("%w: lock %q: its --lease of %v ran out while the command ran", lock.ErrLockLost, r.o.name, r.o.lease)
+			what := fmt.Sprintf("its --lease of %v", r.o.lease)
+			if _, multi := lk.(*multiLocker); multi {
+				what = fmt.Sprintf("its validity (--lease %v less the acquisition time and clock drift)", r.o.lease)
+			}
+			lost = fmt.Errorf("%w: lock %q: %s ran out while the command ran", lock.ErrLockLost, r.o.name, what)
 		}
 		// The lock is gone: stop the command, once.
 		done, expired = nil, nil

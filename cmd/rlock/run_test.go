@@ -362,7 +362,8 @@ func TestRunBadUsage(t *testing.T) {
 		{"conflict code", []string{"--addr", addr, "--name", "x", "--conflict-exit-code", "300", "--", "true"}, "--conflict-exit-code"},
 		{"unknown flag", []string{"--addr", addr, "--name", "x", "--bogus", "--", "true"}, "-bogus"},
 		{"bad address", []string{"--addr", "localhost", "--name", "x", "--", "true"}, "host:port"},
-		{"several addresses", []string{"--addr", addr + ",127.0.0.1:10", "--name", "x", "--", "true"}, "multilock"},
+		{"address twice", []string{"--addr", addr + ",127.0.0.1:10, " + addr, "--name", "x", "--", "true"}, "twice"},
+		{"bad --trace", []string{"--addr", addr, "--name", "x", "--trace", "otlp", "--", "true"}, "--trace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runRlock(t, append([]string{"run"}, tc.args...)...)
