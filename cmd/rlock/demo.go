@@ -15,18 +15,28 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/multilock"
 )
 
-const demoUsage = `rlock demo [--workers N] [--rounds N] [--seed S]
+const demoUsage = `rlock demo [--workers N] [--rounds N] [--seed S] [--trace stdout]
 
-Needs nothing installed: starts an embedded Redis (miniredis) in this
-process, and runs workers — each its own lock.Client, like separate
-processes — that contend for one lock. Every acquisition takes a fencing
-token, re-enters the lock once through held.Context() (hold count 2),
-works a few milliseconds and releases. It prints a timeline and a summary:
-acquisitions per worker, re-entries, overlaps seen (an in-process count of
-current holders; always 0) and whether the fencing tokens strictly
-increased. Exit 0, or 1 if an invariant broke.`
+Needs nothing installed: starts embedded Redis servers (miniredis) in this
+process, and runs workers — each with its own lock.Client per master, like
+separate processes — that contend for one lock, in two sections.
+
+One master: every acquisition takes a fencing token, re-enters the lock
+once through held.Context() (hold count 2), works a few milliseconds and
+releases.
+
+RedLock: five masters, a quorum of three. Every acquisition takes a
+fencing token on a majority, works and releases. Midway, the worker that
+holds the lock kills one master and carries on; the later acquisitions
+are granted by the four left.
+
+Each section prints a timeline and a summary: acquisitions per worker,
+overlaps seen (an in-process count of current holders; always 0), whether
+the fencing tokens strictly increased and what woke the waiters. Exit 0,
+or 1 if an invariant broke. --trace stdout prints the spans too.`
 
 // Demo bounds.
 const (
@@ -42,6 +52,9 @@ type demoOptions struct {
 	workers int
 	rounds  int
 	seed    uint64
+	trace   string
+
+	observer *lock.Observer // every Client's, from startTracing
 }
 
 func newDemoFlags(o *demoOptions) *flag.FlagSet {
@@ -49,13 +62,12 @@ func newDemoFlags(o *demoOptions) *flag.FlagSet {
 	fs.IntVar(&o.workers, "workers", 4, fmt.Sprintf("workers contending for the lock (1 to %d)", demoMaxWorkers))
 	fs.IntVar(&o.rounds, "rounds", 3, fmt.Sprintf("acquisitions per worker (1 to %d)", demoMaxRounds))
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the work and pause durations (default: from the clock)")
+	registerTrace(fs, &o.trace)
 	return fs
 }
 
-// demoSection is one part of the demo. The single-master section runs
-// today; a RedLock section (five embedded masters, one killed midway)
-// joins demoSections with package multilock, reusing timeline and
-// demoStats.
+// demoSection is one part of the demo: its own embedded masters, its own
+// timeline and demoStats.
 type demoSection struct {
 	title string
 	run   func(ctx context.Context, tl *timeline, o demoOptions, st *demoStats) error
@@ -63,6 +75,7 @@ type demoSection struct {
 
 var demoSections = []demoSection{
 	{title: "one master: workers contend for lock " + demoLockName, run: singleMasterDemo},
+	{title: fmt.Sprintf("RedLock on %d masters: workers contend, one master is killed midway", redLockMasters), run: redLockDemo},
 }
 
 // demoMain is "rlock demo".
@@ -80,9 +93,15 @@ func demoMain(args []string) error {
 	case o.rounds < 1 || o.rounds > demoMaxRounds:
 		return usagef("demo: --rounds %d: want 1 to %d", o.rounds, demoMaxRounds)
 	}
+	if err := checkTrace("demo", o.trace); err != nil {
+		return err
+	}
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano())
 	}
+	tr := startTracing(o.trace)
+	defer tr.flush()
+	o.observer = tr.observer
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
 
@@ -92,11 +111,14 @@ func demoMain(args []string) error {
 		fmt.Printf("\n== %s ==\n", s.title)
 		tl := newTimeline(os.Stdout)
 		st := newDemoStats(o.workers)
-		err := s.run(ctx, tl, o, st)
+		// One trace per section: its workers' spans are children of this.
+		sctx, span := tr.start(ctx, "rlock demo: "+s.title)
+		err := s.run(sctx, tl, o, st)
 		st.print(os.Stdout, time.Since(tl.start))
 		if err == nil {
 			err = st.check()
 		}
+		endSpan(span, err, exitError)
 		if err != nil {
 			fmt.Printf("FAILED: %v\n", err)
 			failed = append(failed, fmt.Errorf("demo %s: %w", s.title, err))
@@ -117,7 +139,7 @@ func singleMasterDemo(ctx context.Context, tl *timeline, o demoOptions, st *demo
 	defer mr.Close()
 	tl.note("miniredis listening on %s", mr.Addr())
 
-	obs := &lock.Observer{WakeUp: func(_ context.Context, e lock.WakeUp) { st.wakeUp(e.Reason) }}
+	obs := countWakeUps(o.observer, st)
 	errs := make([]error, o.workers)
 	var wg sync.WaitGroup
 	for w := range o.workers {
@@ -133,6 +155,23 @@ func singleMasterDemo(ctx context.Context, tl *timeline, o demoOptions, st *demo
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// countWakeUps returns obs (tracing's, or nil) with its WakeUp also
+// counting the wake-up in st.
+func countWakeUps(obs *lock.Observer, st *demoStats) *lock.Observer {
+	var o lock.Observer
+	if obs != nil {
+		o = *obs
+	}
+	next := o.WakeUp
+	o.WakeUp = func(ctx context.Context, e lock.WakeUp) {
+		st.wakeUp(e.Reason)
+		if next != nil {
+			next(ctx, e)
+		}
+	}
+	return &o
 }
 
 // demoWorker is one worker: its own Client, rounds acquisitions of the
@@ -229,14 +268,16 @@ type demoStats struct {
 	badCounts int      // re-entries whose hold count was not 2
 	fences    []uint64 // every token, in the order taken under the lock
 	wakes     map[lock.WakeReason]int
+	notes     []string // section-specific summary lines
 }
 
 func newDemoStats(workers int) *demoStats {
 	return &demoStats{perWorker: make([]int, workers), wakes: map[lock.WakeReason]int{}}
 }
 
-// enter records an acquisition by worker w with its fence.
-func (s *demoStats) enter(w int, fence uint64) {
+// enter records an acquisition by worker w with its fence, and returns
+// how many acquisitions the section has seen, this one included.
+func (s *demoStats) enter(w int, fence uint64) int {
 	if s.holders.Add(1) > 1 {
 		s.overlaps.Add(1)
 	}
@@ -244,6 +285,18 @@ func (s *demoStats) enter(w int, fence uint64) {
 	defer s.mu.Unlock()
 	s.perWorker[w-1]++
 	s.fences = append(s.fences, fence)
+	total := 0
+	for _, n := range s.perWorker {
+		total += n
+	}
+	return total
+}
+
+// note adds a line to the summary.
+func (s *demoStats) note(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
 }
 
 func (s *demoStats) reentered(fence uint64, count int) {
@@ -301,7 +354,11 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 		fmt.Fprintf(w, "  worker %-2d %d acquisitions\n", i+1, n)
 		total += n
 	}
-	fmt.Fprintf(w, "  acquisitions: %d, re-entries: %d (hold count 2: %d)\n", total, s.reentries, s.reentries-s.badCounts)
+	if s.reentries > 0 {
+		fmt.Fprintf(w, "  acquisitions: %d, re-entries: %d (hold count 2: %d)\n", total, s.reentries, s.reentries-s.badCounts)
+	} else {
+		fmt.Fprintf(w, "  acquisitions: %d\n", total)
+	}
 	fmt.Fprintf(w, "  overlaps: %d\n", s.overlaps.Load())
 	if len(s.fences) > 0 {
 		verdict := "strictly increasing"
@@ -311,9 +368,14 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 		fmt.Fprintf(w, "  fencing tokens: %d taken, %s (%d to %d)\n", len(s.fences), verdict, s.fences[0], s.fences[len(s.fences)-1])
 	}
 	var wakes []string
-	for _, r := range []lock.WakeReason{lock.WakeMessage, lock.WakeTimeout, lock.WakeReconnect} {
-		wakes = append(wakes, fmt.Sprintf("%d by %s", s.wakes[r], r))
+	for _, r := range []lock.WakeReason{lock.WakeMessage, lock.WakeTimeout, lock.WakeReconnect, multilock.WakeDelay} {
+		if n := s.wakes[r]; n > 0 || r != multilock.WakeDelay {
+			wakes = append(wakes, fmt.Sprintf("%d by %s", n, r))
+		}
 	}
 	fmt.Fprintf(w, "  waiters woken: %s (no polling)\n", strings.Join(wakes, ", "))
+	for _, n := range s.notes {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
 	fmt.Fprintf(w, "  elapsed: %v\n", round(elapsed))
 }

@@ -3,11 +3,12 @@
 //
 // Usage:
 //
-//	rlock run --name NAME [--addr HOST:PORT] [--wait D] [--lease D]
-//	          [--watchdog-timeout D] [--grace D] [--conflict-exit-code N]
-//	          [--username U] [--password P] [--tls] -- COMMAND [ARGS...]
+//	rlock run --name NAME [--addr HOST:PORT[,HOST:PORT...]] [--all]
+//	          [--wait D] [--lease D] [--watchdog-timeout D] [--grace D]
+//	          [--conflict-exit-code N] [--username U] [--password P] [--tls]
+//	          [--trace stdout] -- COMMAND [ARGS...]
 //	rlock inspect [--addr HOST:PORT] [--json] NAME
-//	rlock demo [--workers N] [--rounds N] [--seed S]
+//	rlock demo [--workers N] [--rounds N] [--seed S] [--trace stdout]
 //	rlock help [COMMAND]
 //	rlock version
 //
@@ -26,9 +27,25 @@
 // command SIGTERM, then SIGKILL after --grace, and exits 76.
 //
 // --addr defaults to $RLOCK_ADDR, else 127.0.0.1:6379; --password to
-// $RLOCK_PASSWORD. Several comma-separated addresses (RedLock) are
-// rejected for now: they come with package multilock, behind the locker
-// interface in locker.go.
+// $RLOCK_PASSWORD.
+//
+// Several comma-separated addresses are independent masters, one
+// lock.Client each with the same credentials and TLS settings (package
+// multilock, behind the locker interface in locker.go): a RedLock, held
+// once a majority (N/2+1) granted it, or with --all a MultiLock, held once
+// every master did. Masters not reached within 3s are named on stderr and
+// left out, as long as the quorum of all N is still reachable; the quorum
+// stays a majority of all N (redlock.go says how). Otherwise run exits 69.
+// RLOCK_FENCE is then the RedLock's token, written back to a majority. The
+// lock is lost, and the command stopped, once fewer than the quorum hold
+// it; with --lease, the lock's validity (the lease less the acquisition
+// time and the clock drift allowance) bounds the command.
+//
+// --trace stdout prints the spans of the run (package tracing, one JSON
+// object per span) on stdout; without it the standard
+// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT sends
+// them over OTLP/HTTP. They are flushed before rlock exits, for at most
+// 5s (trace.go).
 //
 // # inspect
 //
@@ -39,10 +56,11 @@
 //
 // # demo
 //
-// demo starts an embedded Redis (miniredis) in the process and runs
+// demo starts embedded Redis servers (miniredis) in the process and runs
 // workers contending for one lock, printing a timeline and a summary
 // (acquisitions, re-entries, overlaps: 0, fencing tokens strictly
-// increasing).
+// increasing): first on one master, then on a RedLock over five masters,
+// one of which the holder kills midway while the run goes on.
 //
 // # Exit codes
 //
@@ -52,13 +70,16 @@
 //	       by signal S before the command started
 //	1      inspect, demo: an error
 //	64     bad usage: unknown flag or command, missing or empty name,
-//	       bad duration, no command, several addresses
-//	69     Redis could not be reached (connecting gives up after 3s)
+//	       bad duration, no command, an address given twice
+//	69     Redis could not be reached (connecting gives up after 3s);
+//	       several masters: fewer than the quorum could
 //	70     internal error
-//	75     run: the lock was not acquired within --wait
-//	       (--conflict-exit-code changes it)
-//	76     run: the lock was lost while the command ran
-//	77     Redis refused the credentials
+//	75     run: the lock was not acquired within --wait: busy, or the
+//	       quorum not had (--conflict-exit-code changes it)
+//	76     run: the lock was lost while the command ran (several
+//	       masters: fewer than the quorum still held it)
+//	77     Redis refused the credentials (several masters: the quorum
+//	       was not reached and one of them refused them)
 //	126    run: the command could not be started
 //	127    run: the command was not found
 //
