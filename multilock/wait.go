@@ -85,7 +85,9 @@ func (l *Lock) watch(ctx context.Context, timeout time.Duration) *watches {
 }
 
 // close leaves every channel; an unconsumed wake-up passes to another
-// waiter of this process.
+// waiter of this process. The UNSUBSCRIBEs go out in the background, in
+// parallel: one to a stopped master waits for its timeout, and the call
+// that is returning must not wait for it.
 func (w *watches) close() {
 	if w == nil {
 		return
@@ -96,7 +98,11 @@ func (w *watches) close() {
 	w.mu.Unlock()
 	for _, x := range ws {
 		if x != nil {
-			x.Close()
+			w.l.bg.Add(1)
+			go func() {
+				defer w.l.bg.Done()
+				x.Close()
+			}()
 		}
 	}
 }
