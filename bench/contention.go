@@ -108,7 +108,7 @@ func contend(ctx context.Context, p params, addr string, adm rueidis.Client, c c
 	}
 	key := "bench:contention:" + strings.ReplaceAll(c.name(), " ", "")
 	for _, l := range lockers { // warm up: connect, load scripts, subscribe once
-		unlock, err := l.Lock(ctx, key)
+		unlock, _, err := lockBounded(ctx, l, key, "3. contention warm-up: "+c.name())
 		if err != nil {
 			return nil, err
 		}

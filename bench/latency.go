@@ -92,7 +92,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		key := "bench:latency:" + lib.name
 		targets = append(targets, latencyTarget{name: lib.name, cycle: func(ctx context.Context) (time.Duration, time.Duration, error) {
 			t := time.Now()
-			unlock, err := l.Lock(ctx, key)
+			unlock, _, err := lockBounded(ctx, l, key, "1. latency: "+lib.name)
 			if err != nil {
 				return 0, 0, err
 			}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -78,7 +79,8 @@ type results struct {
 	Elapsed time.Duration
 	Machine machine
 	Params  params
-	Errors  []string // scenarios that failed, with why
+	Errors  []string       // scenarios that failed, with why
+	Stalls  map[string]int // Lock calls cancelled after stallAfter, by scenario and library
 
 	Latency    *latencyResult
 	Throughput *throughputResult
@@ -182,19 +184,30 @@ func main() {
 		}
 	}
 	r.Elapsed = time.Since(r.Started)
+	stalls.Lock()
+	r.Stalls = maps.Clone(stalls.n)
+	stalls.Unlock()
 
+	// Only a complete, successful full run replaces the page; anything
+	// else goes under results/ (gitignored) for inspection.
 	var err error
 	switch {
 	case len(want) > 0:
 		err = writeAll(r, filepath.Join(*results_, "partial.md"), filepath.Join(*results_, "img"), "img")
 	case *quick:
 		err = writeAll(r, filepath.Join(*results_, "quick.md"), filepath.Join(*results_, "img"), "img")
+	case len(r.Errors) > 0 || ctx.Err() != nil:
+		err = writeAll(r, filepath.Join(*results_, "failed.md"), filepath.Join(*results_, "img"), "img")
+		logf("bench: the run was incomplete; %s left as it was, see %s", *out, filepath.Join(*results_, "failed.md"))
 	default:
 		err = writeAll(r, *out, *img, relImg(*out, *img))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: writing the report:", err)
 		os.Exit(1)
+	}
+	if ctx.Err() != nil && len(r.Errors) == 0 {
+		r.Errors = append(r.Errors, "interrupted: "+ctx.Err().Error())
 	}
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(os.Stderr, "bench: %d scenario(s) failed:\n  %s\n", len(r.Errors), strings.Join(r.Errors, "\n  "))

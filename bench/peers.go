@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +27,58 @@ import (
 type locker interface {
 	Lock(ctx context.Context, name string) (unlock func(context.Context) error, err error)
 	Close()
+}
+
+// stallAfter bounds a Lock whose wait cannot be long (a lock nobody
+// holds, or one released within milliseconds). A call still blocked after
+// it has stalled: rueidislock's WithContext can wait for ever when an
+// acquire attempt outlived its TryNextAfter (20 ms) on a loaded machine,
+// since it then waits for an invalidation of a key nobody touches. The
+// harness cancels such a call, counts it, and calls Lock again.
+const stallAfter = 2 * time.Second
+
+// stalls counts stalled calls by scenario and library, for the page.
+var stalls = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+func noteStall(where string) {
+	stalls.Lock()
+	stalls.n[where]++
+	stalls.Unlock()
+	logf("  stall: %s: a Lock call did not return within %v; cancelled and retried", where, stallAfter)
+}
+
+// lockBounded calls l.Lock and, when it stalls, cancels it and calls it
+// again (at most 3 calls). where names the scenario and library. It
+// reports whether any call stalled. The context of a successful call is
+// never cancelled: rueidislock releases a lock when it is.
+func lockBounded(ctx context.Context, l locker, name, where string) (func(context.Context) error, bool, error) {
+	stalled := false
+	for try := 1; ; try++ {
+		c, cancel := context.WithCancel(ctx)
+		t := time.AfterFunc(stallAfter, cancel)
+		unlock, err := l.Lock(c, name)
+		if t.Stop() {
+			if err != nil {
+				cancel()
+			}
+			return unlock, stalled, err
+		}
+		cancel()
+		if err == nil { // acquired just as the timer fired, and then cancelled
+			unlock(context.Background())
+		}
+		if ctx.Err() != nil {
+			return nil, stalled, ctx.Err()
+		}
+		stalled = true
+		noteStall(where)
+		if try == 3 {
+			return nil, stalled, fmt.Errorf("%s: Lock stalled %d times in a row", where, try)
+		}
+	}
 }
 
 // library is how to open a locker of one library on one master.

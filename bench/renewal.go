@@ -95,7 +95,7 @@ func runRenewal(ctx context.Context, p params) (*renewalResult, error) {
 }
 
 // holdMany takes n locks named prefix:i with 32 workers.
-func holdMany(ctx context.Context, l locker, prefix string, n int) ([]func(context.Context) error, error) {
+func holdMany(ctx context.Context, l locker, prefix string, n int, where string) ([]func(context.Context) error, error) {
 	unlocks := make([]func(context.Context) error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -110,7 +110,7 @@ func holdMany(ctx context.Context, l locker, prefix string, n int) ([]func(conte
 				if i >= n {
 					return
 				}
-				u, err := l.Lock(ctx, prefix+":"+strconv.Itoa(i))
+				u, _, err := lockBounded(ctx, l, prefix+":"+strconv.Itoa(i), where)
 				if err != nil {
 					mu.Lock()
 					first = err
@@ -167,7 +167,7 @@ func renewRlock(ctx context.Context, p params, addr string, adm rueidis.Client, 
 	}
 	defer l.Close()
 	m0 := takeMem()
-	unlocks, err := holdMany(ctx, l, "bench:renew:rlock", n)
+	unlocks, err := holdMany(ctx, l, "bench:renew:rlock", n, "5. renewal: rlock")
 	defer releaseMany(context.Background(), unlocks)
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func renewRueidislock(ctx context.Context, p params, addr string, adm rueidis.Cl
 	}
 	defer l.Close()
 	m0 := takeMem()
-	unlocks, err := holdMany(ctx, l, "bench:renew:"+lib.name, n)
+	unlocks, err := holdMany(ctx, l, "bench:renew:"+lib.name, n, "5. renewal: "+lib.name)
 	defer releaseMany(context.Background(), unlocks)
 	if err != nil {
 		return nil, err

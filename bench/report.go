@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 )
@@ -304,6 +306,15 @@ func (r *results) markdown(img string) string {
 			fmt.Fprintf(&w, "- %s\n", e)
 		}
 		w.WriteString("\n")
+	}
+
+	if len(r.Stalls) > 0 {
+		fmt.Fprintf(&w, "**Stalled calls.** A Lock that cannot have to wait long (a lock nobody holds, or one released within milliseconds) and had not returned after %v was cancelled by the harness and called again; the samples it spoiled are left out (throughput counts no cycle for it). rueidislock's WithContext can wait for ever when an acquire attempt outlives its TryNextAfter (20 ms) on a loaded machine: it then waits for an invalidation of a key that nobody touches.\n\n", stallAfter)
+		var rows [][]string
+		for _, k := range slices.Sorted(maps.Keys(r.Stalls)) {
+			rows = append(rows, []string{k, fmt.Sprint(r.Stalls[k])})
+		}
+		table(&w, []string{"scenario: library", "stalled Lock calls"}, rows)
 	}
 
 	v := versions()

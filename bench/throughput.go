@@ -67,7 +67,7 @@ func runThroughput(ctx context.Context, p params) (*throughputResult, error) {
 			if err != nil {
 				return err
 			}
-			return unlock(ctx)
+			return unlock(context.WithoutCancel(ctx)) // a cycle cut at the window's end still releases
 		})
 	}
 
@@ -81,7 +81,7 @@ func runThroughput(ctx context.Context, p params) (*throughputResult, error) {
 	cpus := make([]time.Duration, len(cycles))
 	rcpus := make([]time.Duration, len(cycles))
 	for i, c := range cycles { // warm up: connection pools, scripts
-		if _, _, err := parallel(ctx, p.goroutines, p.throughputWarmup, names[i], c); err != nil {
+		if _, _, err := parallel(ctx, p.goroutines, p.throughputWarmup, names[i], c, "2. throughput warm-up: "+names[i]); err != nil {
 			return nil, fmt.Errorf("%s: %w", names[i], err)
 		}
 	}
@@ -92,7 +92,7 @@ func runThroughput(ctx context.Context, p params) (*throughputResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			n, s, err := parallel(ctx, p.goroutines, p.throughputWindow, names[i], cycles[i])
+			n, s, err := parallel(ctx, p.goroutines, p.throughputWindow, names[i], cycles[i], "2. throughput: "+names[i])
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", names[i], err)
 			}
@@ -132,8 +132,11 @@ func runThroughput(ctx context.Context, p params) (*throughputResult, error) {
 }
 
 // parallel runs cycle in g goroutines, each on its own key, for d, and
-// returns the cycles completed within d and their latencies.
-func parallel(ctx context.Context, g int, d time.Duration, prefix string, cycle cycleFunc) (int64, samples, error) {
+// returns the cycles completed within d and their latencies. Calls still
+// running at the end are cancelled; one that had run longer than
+// stallAfter by then, or any cycle longer than that, is counted as a
+// stall under where.
+func parallel(ctx context.Context, g int, d time.Duration, prefix string, cycle cycleFunc, where string) (int64, samples, error) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -143,6 +146,8 @@ func parallel(ctx context.Context, g int, d time.Duration, prefix string, cycle 
 	)
 	start := make(chan struct{})
 	var deadline time.Time
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	for i := range g {
 		wg.Add(1)
 		go func() {
@@ -156,15 +161,21 @@ func parallel(ctx context.Context, g int, d time.Duration, prefix string, cycle 
 				if !t.Before(deadline) {
 					break
 				}
-				if err := cycle(ctx, key); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
+				err := cycle(runCtx, key)
+				end := time.Now()
+				if end.Sub(t) > stallAfter {
+					noteStall(where)
+				}
+				if err != nil {
+					if runCtx.Err() == nil {
+						mu.Lock()
+						if first == nil {
+							first = err
+						}
+						mu.Unlock()
 					}
-					mu.Unlock()
 					break
 				}
-				end := time.Now()
 				if end.Before(deadline) {
 					n++
 					local = append(local, end.Sub(t))
@@ -178,6 +189,8 @@ func parallel(ctx context.Context, g int, d time.Duration, prefix string, cycle 
 	}
 	deadline = time.Now().Add(d)
 	close(start)
+	time.Sleep(time.Until(deadline))
+	stop() // calls still blocked (stalled) end now
 	wg.Wait()
 	return total, all, first
 }

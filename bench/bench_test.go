@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// stallingLocker blocks its first n Lock calls until their context ends,
+// like rueidislock's WithContext after a timed-out attempt.
+type stallingLocker struct{ stallFirst, calls atomic.Int32 }
+
+func (l *stallingLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	if l.calls.Add(1) <= l.stallFirst.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return func(context.Context) error { return nil }, nil
+}
+
+func (l *stallingLocker) Close() {}
+
+func TestLockBoundedRetriesAStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits stallAfter")
+	}
+	l := &stallingLocker{}
+	l.stallFirst.Store(1)
+	unlock, stalled, err := lockBounded(context.Background(), l, "k", "test: stalling")
+	if err != nil || unlock == nil || !stalled {
+		t.Fatalf("lockBounded = %v, %v, %v; want an unlock after one stall", unlock != nil, stalled, err)
+	}
+	if got := l.calls.Load(); got != 2 {
+		t.Fatalf("Lock called %d times, want 2", got)
+	}
+	stalls.Lock()
+	n := stalls.n["test: stalling"]
+	stalls.Unlock()
+	if n != 1 {
+		t.Fatalf("stalls counted %d, want 1", n)
+	}
+}
+
+func TestLockBoundedPassesThrough(t *testing.T) {
+	l := &stallingLocker{}
+	_, stalled, err := lockBounded(context.Background(), l, "k", "test: fine")
+	if err != nil || stalled {
+		t.Fatalf("lockBounded = %v, %v", stalled, err)
+	}
+}
+
+func TestSpliceKeepsTextOutsideMarkers(t *testing.T) {
+	old := "# Title\n\nintro by someone\n\n" + beginMarker + "\nold numbers\n" + endMarker + "\n\nnotes after\n"
+	got := string(splice([]byte(old), "new numbers\n"))
+	want := "# Title\n\nintro by someone\n\n" + beginMarker + "\nnew numbers\n" + endMarker + "\n\nnotes after\n"
+	if got != want {
+		t.Fatalf("splice:\n%s\nwant:\n%s", got, want)
+	}
+	fresh := string(splice(nil, "numbers\n"))
+	if !strings.Contains(fresh, beginMarker+"\nnumbers\n"+endMarker) || !strings.HasPrefix(fresh, "# Benchmarks") {
+		t.Fatalf("new page: %q", fresh)
+	}
+	appended := string(splice([]byte("# Mine\n"), "n\n"))
+	if !strings.HasPrefix(appended, "# Mine\n\n"+beginMarker) {
+		t.Fatalf("page without markers: %q", appended)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	s := samples{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	if p := s.pct(50); p != 5 {
+		t.Fatalf("p50 = %v", p)
+	}
+	if p := s.pct(99); p != 10 {
+		t.Fatalf("p99 = %v", p)
+	}
+	if p := (samples{}).pct(50); p != 0 {
+		t.Fatalf("empty p50 = %v", p)
+	}
+}
