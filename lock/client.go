@@ -246,7 +246,9 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 // ID returns the client id, the first part of every holder field.
 func (c *Client) ID() string { return c.id }
 
-// Addr returns the master's address.
+// Addr returns the master's address; in a cluster, the first seed
+// address (or, from FromClient, the lowest node address). Observer events
+// carry it.
 func (c *Client) Addr() string { return c.addr }
 
 // Redis returns the underlying rueidis client, for commands of your own.
