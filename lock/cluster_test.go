@@ -87,6 +87,7 @@ func TestCluster(t *testing.T) {
 	t.Run("WakeByRedissonSPUBLISH", func(t *testing.T) { clusterWake(t, env, true) })
 	t.Run("WatchdogOneRoundTrip", func(t *testing.T) { clusterWatchdog(t, env) })
 	t.Run("PlainPubSub", func(t *testing.T) { clusterPlain(t, env) })
+	t.Run("SubscriptionKilled", func(t *testing.T) { clusterSubscriptionKilled(t, env) })
 }
 
 // Locks on all three masters: acquire, re-enter, release; each hash is on
@@ -299,5 +300,51 @@ func TestShardedPubSubStandalone(t *testing.T) {
 	}
 	if wc.count(lock.WakeMessage) != len(names) || wc.count(lock.WakeTimeout) != 0 {
 		t.Fatalf("wake-ups %v, want %d by message", wc.byReason, len(names))
+	}
+}
+
+// Killing a master's sharded subscription connection wakes its waiters
+// (reason reconnect) and the Hub re-subscribes on that master: the next
+// release wakes a waiter by message.
+func clusterSubscriptionKilled(t *testing.T, env *clusterEnv) {
+	holder := env.client(t, lock.Config{})
+	wc := newWakeCounter()
+	waiter := env.client(t, lock.Config{Observer: wc.observer()})
+	ns := env.names(t, 1)
+	node, n := 1, ns[1][0]
+	rc := env.nodes[node]
+	h, err := holder.Mutex(n).Lock(bg())
+	must(t, err)
+	got := make(chan error, 1)
+	go func() {
+		h2, err := waiter.Mutex(n).Lock(bg())
+		if err == nil {
+			err = h2.Unlock(bg())
+		}
+		got <- err
+	}()
+	<-wc.waiting
+	if k, err := do(t, rc, "CLIENT", "KILL", "TYPE", "pubsub").AsInt64(); err != nil || k != 1 {
+		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want 1", k, err)
+	}
+	if r := <-wc.woken; r != lock.WakeReconnect {
+		t.Fatalf("woken by %s, want reconnect", r)
+	}
+	<-wc.waiting
+	// No event says the Hub re-subscribed: ask the master, in a bounded
+	// loop, then release.
+	deadline := time.Now().Add(10 * time.Second)
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for shardNumSub(t, rc, channelOf(n)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the sharded subscription was not re-established")
+		}
+		<-poll.C
+	}
+	must(t, h.Unlock(bg()))
+	must(t, <-got)
+	if r := <-wc.woken; r != lock.WakeMessage {
+		t.Fatalf("woken by %s after the re-subscription, want a message", r)
 	}
 }
