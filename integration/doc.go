@@ -19,6 +19,12 @@
 // [Server.Partition] can cut them off; administrative code and benchmarks may
 // use [Server.DirectAddr], which no fault except Kill and Pause affects.
 //
+// [StartCluster] (and [RedisCluster] for tests) runs a Redis Cluster of
+// masters on the process backend: slots split evenly, nodes joined with
+// CLUSTER MEET, ready once every node reports cluster_state:ok. Its nodes
+// have no proxy, since cluster clients follow the ports the nodes
+// advertise; Kill, Restart and Pause work on them, Partition does not.
+//
 // Tests use [Redis] and [Masters], which register Close with tb.Cleanup and
 // skip when the backend cannot run on this machine. Set RLOCK_REQUIRE to a
 // comma-separated list of backends ("process,docker") to turn those skips
@@ -40,7 +46,7 @@
 // the module may use it in its tests.
 //
 // What the package does not do: it does not emulate latency or packet loss,
-// it does not run Redis Cluster or Sentinel, and every wait is bounded (by the
+// it does not run Sentinel or cluster replicas, and every wait is bounded (by the
 // caller's context or, when that has no deadline, by a default of
 // [DefaultTimeout]) rather than retried forever.
 package integration

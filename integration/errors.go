@@ -25,6 +25,11 @@ var (
 	// without Options.ClockRate, or when its backend cannot fake the clock,
 	// and by StartRedis when a ClockRate is asked of such a backend.
 	ErrNoClock = errors.New("rlock: redis server has no fake clock")
+
+	// ErrNoProxy is returned by Partition and Heal on a Cluster's nodes:
+	// cluster clients connect to the ports the nodes advertise, so no
+	// proxy stands in front of them.
+	ErrNoProxy = errors.New("rlock: redis server has no proxy")
 )
 
 // unavailableError says why one backend cannot run. It matches

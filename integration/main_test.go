@@ -10,7 +10,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, IgnoreRueidis...)
 }
 
 // newClient connects a rueidis client to addr and closes it in cleanup.

@@ -97,6 +97,11 @@ type Server struct {
 // May return ErrBackendUnavailable, ErrNoClock, or the server's own start
 // error with the tail of its log.
 func StartRedis(ctx context.Context, opts Options) (*Server, error) {
+	return startServer(ctx, opts, true)
+}
+
+// startServer starts a server, with its proxy when withProxy.
+func startServer(ctx context.Context, opts Options, withProxy bool) (*Server, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if opts.ClockRate < 0 {
@@ -116,6 +121,9 @@ func StartRedis(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !withProxy {
+		return &Server{opts: opts, kind: kind, b: b}, nil
 	}
 	p, err := newProxy(b.directAddr())
 	if err != nil {
@@ -172,8 +180,14 @@ func (s *Server) Backend() Backend { return s.kind }
 
 // Addr is the "127.0.0.1:port" of the Server's proxy. Clients under test use
 // it, so that Partition cuts them off. The address stays the same across
-// Kill and Restart.
-func (s *Server) Addr() string { return s.proxy.addr() }
+// Kill and Restart. A Cluster's nodes have no proxy: their Addr is
+// DirectAddr.
+func (s *Server) Addr() string {
+	if s.proxy == nil {
+		return s.b.directAddr()
+	}
+	return s.proxy.addr()
+}
 
 // DirectAddr is the "127.0.0.1:port" of redis-server itself, bypassing the
 // proxy: for administrative commands and benchmarks. It stays the same
@@ -286,12 +300,15 @@ func (s *Server) Resume(ctx context.Context) error {
 // wait in the kernel) until Heal. DirectAddr keeps working: the server is
 // unreachable from the client side only. Partitioning twice does nothing.
 //
-// May return ErrClosed.
+// May return ErrClosed, ErrNoProxy.
 func (s *Server) Partition(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if s.proxy == nil {
+		return ErrNoProxy
 	}
 	s.proxy.partition()
 	return nil
@@ -301,12 +318,15 @@ func (s *Server) Partition(ctx context.Context) error {
 // with whatever they sent meanwhile, like TCP retransmission after a network
 // heals; clients that gave up on them have closed them already.
 //
-// May return ErrClosed.
+// May return ErrClosed, ErrNoProxy.
 func (s *Server) Heal(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if s.proxy == nil {
+		return ErrNoProxy
 	}
 	return s.proxy.heal()
 }
@@ -343,6 +363,9 @@ func (s *Server) Close() error {
 	s.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
 	defer cancel()
+	if s.proxy == nil {
+		return s.b.close(ctx)
+	}
 	return errors.Join(s.b.close(ctx), s.proxy.close())
 }
 

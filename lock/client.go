@@ -14,10 +14,11 @@ import (
 	"github.com/rlock-go/rlock/watchdog"
 )
 
-// Client holds locks on one Redis master. It owns the background work for
-// that master: one watchdog loop renewing every lock it holds, one
-// subscription connection for every waiter, and nothing per lock. A
-// Client is safe for concurrent use; make one per process and master.
+// Client holds locks on one Redis master, or on one Redis Cluster. It owns
+// the background work for them: one watchdog loop renewing every lock it
+// holds, one subscription connection per master for every waiter, and
+// nothing per lock. A Client is safe for concurrent use; make one per
+// process and master (or cluster).
 type Client struct {
 	cfg     Config
 	rc      rueidis.Client
@@ -25,7 +26,7 @@ type Client struct {
 	addr    string
 	id      string
 	publish string
-	hub     *pubsub.Hub
+	hub     subscriber
 	wd      *watchdog.Registry
 	obs     *Observer
 
@@ -40,9 +41,18 @@ type Client struct {
 	holdings map[holdKey]*holding
 }
 
-// New connects to the master in cfg and returns a Client. The connection
-// is checked, and rlock's scripts loaded, in one round trip bounded by ctx
-// and cfg.DialTimeout.
+// subscriber is where waiters subscribe: a pubsub.Hub (one connection),
+// or pubsub.Shards (one Hub per cluster master) for sharded pub/sub in a
+// cluster.
+type subscriber interface {
+	Subscribe(ctx context.Context, name string) (*pubsub.Waiter, error)
+	Close()
+}
+
+// New connects to the master in cfg (or, with cfg.Cluster, to the
+// cluster its Addrs seed) and returns a Client. The connection is
+// checked, and rlock's scripts loaded, in one round trip per node bounded
+// by ctx and cfg.DialTimeout.
 //
 // May return ErrInvalid, ErrUnavailable, ErrAuth.
 func New(ctx context.Context, cfg Config) (*Client, error) {
@@ -66,7 +76,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		Password:          cfg.Password,
 		TLSConfig:         cfg.TLS,
 		SelectDB:          cfg.DB,
-		ForceSingleClient: true,
+		ForceSingleClient: !cfg.Cluster,
 		DisableCache:      true,
 		AlwaysRESP2:       cfg.AlwaysRESP2,
 		Dialer:            net.Dialer{Timeout: dial},
@@ -76,49 +86,120 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, masterErr(cfg.Addrs[0], "connect", err)
 	}
+	if cfg.Cluster && rc.Mode() != rueidis.ClientModeCluster {
+		rc.Close()
+		return nil, invalidf("Cluster set, but %s is not a cluster node (cluster-enabled no)", cfg.Addrs[0])
+	}
 	// The first round trip checks the connection and loads the scripts,
-	// so that the first renewal tick is one round trip too.
+	// so that the first renewal tick is one round trip too. In a cluster,
+	// on every node.
 	pctx, cancel := context.WithTimeout(ctx, dial)
-	err = reentrant.Load(pctx, rc)
-	cancel()
+	defer cancel()
+	if err := loadScripts(pctx, rc); err != nil {
+		rc.Close()
+		return nil, errors.Join(err, ctx.Err())
+	}
+	c, err := newClient(pctx, rc, cfg, true)
 	if err != nil {
 		rc.Close()
-		return nil, errors.Join(masterErr(cfg.Addrs[0], "connect", err), ctx.Err())
+		return nil, errors.Join(err, ctx.Err())
 	}
-	c, err := newClient(rc, cfg, true)
-	if err != nil {
-		rc.Close()
-	}
-	return c, err
+	return c, nil
 }
 
-// FromClient returns a Client on an existing rueidis client, which must be
-// connected to one standalone master. Close does not close rc. cfg.Addrs,
-// credentials, TLS, DB, DialTimeout and AlwaysRESP2 are rc's business and
-// are ignored.
+// loadScripts loads rlock's scripts on rc's master, or on every node of a
+// cluster, concurrently.
+func loadScripts(ctx context.Context, rc rueidis.Client) error {
+	if rc.Mode() != rueidis.ClientModeCluster {
+		if err := reentrant.Load(ctx, rc); err != nil {
+			return masterErr(firstNode(rc), "connect", err)
+		}
+		return nil
+	}
+	nodes := rc.Nodes()
+	errs := make(chan error, len(nodes))
+	for addr, n := range nodes {
+		go func() { errs <- masterErr(addr, "connect", reentrant.Load(ctx, n)) }()
+	}
+	var all []error
+	for range nodes {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// firstNode returns the lowest address among rc's nodes.
+func firstNode(rc rueidis.Client) string {
+	addr := ""
+	for a := range rc.Nodes() {
+		if addr == "" || a < addr {
+			addr = a
+		}
+	}
+	return addr
+}
+
+// FromClient returns a Client on an existing rueidis client, connected to
+// one standalone master or (rueidis.ClientModeCluster) to a Redis
+// Cluster; cfg.Cluster is then implied. Close does not close rc.
+// cfg.Addrs, credentials, TLS, DB, DialTimeout and AlwaysRESP2 are rc's
+// business and are ignored. Scripts are not loaded: their first use
+// loads them (a NOSCRIPT answer costs one more round trip).
 //
-// May return ErrInvalid.
+// With a cluster client and PubSubAuto, FromClient sends one PUBSUB
+// SHARDNUMSUB to choose the pub/sub mode, bounded by CommandTimeout (it
+// has no context of the caller's to use: pass PubSubPlain or
+// PubSubSharded to avoid it).
+//
+// May return ErrInvalid, ErrUnavailable (the PUBSUB SHARDNUMSUB probe).
 func FromClient(rc rueidis.Client, cfg Config) (*Client, error) {
 	if rc == nil {
 		return nil, invalidf("nil rueidis client")
 	}
-	if rc.Mode() != rueidis.ClientModeStandalone {
-		return nil, invalidf("rueidis client in %v mode: only a standalone master is supported", rc.Mode())
+	switch rc.Mode() {
+	case rueidis.ClientModeStandalone:
+		cfg.Cluster = false
+	case rueidis.ClientModeCluster:
+		cfg.Cluster = true
+	default:
+		return nil, invalidf("rueidis client in %v mode: only a standalone master or a cluster is supported", rc.Mode())
 	}
 	cfg, err := cfg.withDefaults(false)
 	if err != nil {
 		return nil, err
 	}
-	return newClient(rc, cfg, false)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.CommandTimeout)
+	defer cancel()
+	return newClient(ctx, rc, cfg, false)
 }
 
-func newClient(rc rueidis.Client, cfg Config, owned bool) (*Client, error) {
-	addr := ""
-	for a := range rc.Nodes() {
-		addr = a
+// shardedPubSub resolves cfg.PubSub: PubSubAuto is sharded in a cluster
+// whose nodes answer PUBSUB SHARDNUMSUB (Redis >= 7), plain elsewhere.
+func shardedPubSub(ctx context.Context, rc rueidis.Client, cfg Config) (bool, error) {
+	switch {
+	case cfg.PubSub == PubSubSharded:
+		return true, nil
+	case cfg.PubSub == PubSubPlain || !cfg.Cluster:
+		return false, nil
 	}
-	if addr == "" && len(cfg.Addrs) > 0 {
+	err := rc.Do(ctx, rc.B().PubsubShardnumsub().Build()).Error()
+	if err == nil {
+		return true, nil
+	}
+	if _, ok := rueidis.IsRedisErr(err); ok {
+		return false, nil // unknown subcommand: Redis < 7
+	}
+	return false, masterErr(firstNode(rc), "connect", err)
+}
+
+func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (*Client, error) {
+	addr := firstNode(rc)
+	if len(cfg.Addrs) > 0 && (addr == "" || cfg.Cluster) {
 		addr = cfg.Addrs[0]
+	}
+	sharded, err := shardedPubSub(ctx, rc, cfg)
+	if err != nil {
+		return nil, err
 	}
 	c := &Client{
 		cfg:      cfg,
@@ -135,11 +216,16 @@ func newClient(rc rueidis.Client, cfg Config, owned bool) (*Client, error) {
 	if c.id == "" {
 		c.id = reentrant.NewClientID()
 	}
-	sharded := cfg.PubSub == PubSubSharded
 	if sharded {
 		c.publish = reentrant.ShardedPublish
 	}
-	c.hub = pubsub.New(rc, pubsub.Options{Sharded: sharded})
+	if sharded && cfg.Cluster {
+		c.hub = pubsub.NewShards(rc, pubsub.Options{})
+	} else {
+		// Plain pub/sub in a cluster: one connection to any node, since
+		// PUBLISH reaches the subscribers of every node.
+		c.hub = pubsub.New(rc, pubsub.Options{Sharded: sharded})
+	}
 	wd, err := watchdog.New(rc, watchdog.Config{
 		Lease:    cfg.WatchdogTimeout,
 		Interval: cfg.RenewInterval,
@@ -160,7 +246,9 @@ func newClient(rc rueidis.Client, cfg Config, owned bool) (*Client, error) {
 // ID returns the client id, the first part of every holder field.
 func (c *Client) ID() string { return c.id }
 
-// Addr returns the master's address.
+// Addr returns the master's address; in a cluster, the first seed
+// address (or, from FromClient, the lowest node address). Observer events
+// carry it.
 func (c *Client) Addr() string { return c.addr }
 
 // Redis returns the underlying rueidis client, for commands of your own.

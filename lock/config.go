@@ -27,9 +27,9 @@ const (
 type PubSubMode int
 
 const (
-	// PubSubAuto is Redisson's AUTO: sharded pub/sub in a Redis Cluster of
-	// Redis >= 7 that has it, plain pub/sub elsewhere. A standalone
-	// master always gets PubSubPlain.
+	// PubSubAuto is Redisson's AUTO: in a Redis Cluster, sharded pub/sub
+	// when PUBSUB SHARDNUMSUB succeeds (Redis >= 7), plain otherwise. A
+	// standalone master always gets PubSubPlain.
 	PubSubAuto PubSubMode = iota
 	// PubSubPlain publishes with PUBLISH and waits with SUBSCRIBE.
 	PubSubPlain
@@ -44,9 +44,15 @@ const (
 // a local master at 127.0.0.1:6379. Config is validated by New.
 type Config struct {
 	// Addrs is the address of the ONE standalone master, host:port.
-	// Default DefaultAddr. For several masters, make one Client each and
-	// use package multilock.
+	// Default DefaultAddr. For several independent masters, make one
+	// Client each and use package multilock. With Cluster, Addrs are
+	// seed nodes of one Redis Cluster: one or several.
 	Addrs []string
+	// Cluster connects to a Redis Cluster: each lock lives on the master
+	// owning its slot, waiters subscribe there (see PubSub), and the
+	// watchdog still renews everything in one round trip per tick (one
+	// batch per node, sent together). DB must be 0.
+	Cluster bool
 	// Username and Password authenticate (ACL user, or requirepass with an
 	// empty Username).
 	Username string
@@ -87,11 +93,15 @@ func (c Config) withDefaults(needAddr bool) (Config, error) {
 		case 0:
 			c.Addrs = []string{DefaultAddr}
 		case 1:
-			if _, _, err := net.SplitHostPort(c.Addrs[0]); err != nil {
-				return c, invalidf("address %q: %v", c.Addrs[0], err)
-			}
 		default:
-			return c, invalidf("%d addresses: a Client talks to one master; use package multilock for several", len(c.Addrs))
+			if !c.Cluster {
+				return c, invalidf("%d addresses: a Client talks to one master (or, with Cluster, one cluster); use package multilock for several", len(c.Addrs))
+			}
+		}
+		for _, a := range c.Addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return c, invalidf("address %q: %v", a, err)
+			}
 		}
 	}
 	if c.WatchdogTimeout == 0 {
@@ -115,7 +125,7 @@ func (c Config) withDefaults(needAddr bool) (Config, error) {
 	if c.DialTimeout < 0 || c.CommandTimeout < 0 {
 		return c, invalidf("negative timeout")
 	}
-	if c.DB < 0 {
+	if c.DB < 0 || (c.Cluster && c.DB != 0) {
 		return c, invalidf("DB %d", c.DB)
 	}
 	if c.PubSub < PubSubAuto || c.PubSub > PubSubSharded {

@@ -1,7 +1,9 @@
 // Package lock is rlock's entry point: distributed reentrant locks on one
 // Redis master, wire-compatible with Redisson's RLock.
 //
-// A Client talks to one master. Client.Mutex names a lock; Lock and
+// A Client talks to one master, or (Config.Cluster) to one Redis Cluster,
+// where each lock lives on the master owning its slot. Client.Mutex names
+// a lock; Lock and
 // TryLock acquire it and return a Held, whose Unlock releases it:
 //
 //	c, err := lock.New(ctx, lock.Config{Addrs: []string{"127.0.0.1:6379"}})
@@ -35,7 +37,8 @@
 // # Waiting
 //
 // Waiters sleep on Redisson's unlock channel, over one subscription
-// connection per Client, until a release wakes one of them or the
+// connection per Client (in a cluster with sharded pub/sub, one per
+// master, each carrying the channels of its slots), until a release wakes one of them or the
 // holder's lease runs out; they never poll. A release by a Redisson
 // service wakes rlock waiters and the reverse.
 //

@@ -21,4 +21,9 @@
 // and go as waiters do and because a broken connection must be observed:
 // Receive re-subscribes silently, so a message lost during the gap would
 // leave its waiter asleep until the lock's lease ran out.
+//
+// In a Redis Cluster, plain pub/sub needs one Hub (a PUBLISH reaches the
+// subscribers of every node), but SSUBSCRIBE must reach the master owning
+// the channel's slot: Shards keeps one Hub per master and routes each
+// channel by its Slot.
 package pubsub

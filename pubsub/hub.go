@@ -169,14 +169,18 @@ func (h *Hub) subscribeLocked(ctx context.Context, names []string) error {
 		h.mu.Unlock()
 	}()
 
-	var cmd rueidis.Completed
+	var cmds rueidis.Commands
 	if h.opts.Sharded {
-		cmd = conn.B().Ssubscribe().Channel(names...).Build()
+		for _, g := range bySlot(names) {
+			cmds = append(cmds, conn.B().Ssubscribe().Channel(g...).Build())
+		}
 	} else {
-		cmd = conn.B().Subscribe().Channel(names...).Build()
+		cmds = append(cmds, conn.B().Subscribe().Channel(names...).Build())
 	}
-	if err := conn.Do(ctx, cmd).Error(); err != nil {
-		return fmt.Errorf("rlock: subscribe: %w", err)
+	for _, res := range conn.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil {
+			return fmt.Errorf("rlock: subscribe: %w", err)
+		}
 	}
 	for _, w := range waits {
 		select {

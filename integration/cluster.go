@@ -1,0 +1,256 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clusterSlots is the number of hash slots of a Redis Cluster.
+const clusterSlots = 16384
+
+// Cluster is a Redis Cluster of masters without replicas, each a
+// redis-server process with its own directory and cluster config file.
+// Its nodes have no proxy: cluster clients follow the addresses the nodes
+// advertise (their own ports), so a proxy could not stay in the path.
+type Cluster struct {
+	nodes []*Server
+	buses []int // the nodes' cluster bus ports
+}
+
+// StartCluster starts masters servers (at least 1) with cluster mode on,
+// splits the 16384 slots evenly among them (CLUSTER ADDSLOTSRANGE), joins
+// them with CLUSTER MEET on 127.0.0.1 and returns once every node reports
+// cluster_state:ok and knows every other. The caller must Close it. Waits
+// are bounded by ctx, or by DefaultTimeout when ctx has no deadline.
+//
+// It runs on the process backend only: opts.Backend BackendDocker is
+// refused, "" means BackendProcess. opts.ClockRate and opts.Password are
+// passed to every node.
+//
+// May return ErrBackendUnavailable, or the error of a node's start or of
+// a cluster command.
+func StartCluster(ctx context.Context, masters int, opts Options) (*Cluster, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if masters < 1 {
+		return nil, fmt.Errorf("rlock: integration: cluster of %d masters", masters)
+	}
+	switch opts.Backend {
+	case "", BackendProcess:
+		opts.Backend = BackendProcess
+	default:
+		return nil, fmt.Errorf("rlock: integration: a cluster runs on the process backend only, not %q", opts.Backend)
+	}
+	c := &Cluster{}
+	for range masters {
+		// The cluster bus port defaults to port+10000, which may be past
+		// 65535 for an ephemeral port: take a free one of its own.
+		bus, err := freePort()
+		if err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+		o := opts
+		o.Args = append([]string{
+			"--cluster-enabled", "yes",
+			// Relative to the server's own data directory.
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(bus),
+			"--cluster-announce-ip", "127.0.0.1",
+			"--cluster-node-timeout", "5000",
+		}, opts.Args...)
+		s, err := startServer(ctx, o, false)
+		if err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+		c.nodes = append(c.nodes, s)
+		c.buses = append(c.buses, bus)
+	}
+	if err := c.form(ctx); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
+}
+
+// form assigns the slots, meets the nodes and waits for the cluster.
+func (c *Cluster) form(ctx context.Context) error {
+	n := len(c.nodes)
+	for i, s := range c.nodes {
+		lo, hi := i*clusterSlots/n, (i+1)*clusterSlots/n-1
+		if _, err := command(ctx, s.DirectAddr(), s.Password(), "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
+			return err
+		}
+	}
+	first := c.nodes[0]
+	for i, s := range c.nodes[1:] {
+		host, port, _ := net.SplitHostPort(s.DirectAddr())
+		bus := strconv.Itoa(c.buses[i+1])
+		if _, err := command(ctx, first.DirectAddr(), first.Password(), "CLUSTER", "MEET", host, port, bus); err != nil {
+			return err
+		}
+	}
+	return c.WaitOK(ctx)
+}
+
+// WaitOK waits until every node reports cluster_state:ok, knows every
+// node and sees every slot assigned. There is no notification of the
+// cluster's state, so it polls every 20ms, bounded by ctx (or
+// DefaultTimeout).
+//
+// May return the last node's error or state, joined with ctx's error.
+func (c *Cluster) WaitOK(ctx context.Context) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		err := c.checkOK(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rlock: integration: cluster not ready: %w", errors.Join(err, context.Cause(ctx)))
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Cluster) checkOK(ctx context.Context) error {
+	want := map[string]string{
+		"cluster_state":          "ok",
+		"cluster_known_nodes":    strconv.Itoa(len(c.nodes)),
+		"cluster_slots_assigned": strconv.Itoa(clusterSlots),
+		"cluster_slots_ok":       strconv.Itoa(clusterSlots),
+	}
+	for _, s := range c.nodes {
+		info, err := command(ctx, s.DirectAddr(), s.Password(), "CLUSTER", "INFO")
+		if err != nil {
+			return err
+		}
+		got := map[string]string{}
+		for line := range strings.SplitSeq(info, "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+				got[k] = v
+			}
+		}
+		for k, v := range want {
+			if got[k] != v {
+				return fmt.Errorf("rlock: integration: node %s: %s:%s, want %s", s.DirectAddr(), k, got[k], v)
+			}
+		}
+	}
+	return nil
+}
+
+// Addrs returns the nodes' addresses (their own ports), as seeds for a
+// cluster client.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, s := range c.nodes {
+		addrs[i] = s.DirectAddr()
+	}
+	return addrs
+}
+
+// Nodes returns the nodes, for faults. Partition and Heal return
+// ErrNoProxy on them. A Restart without KeepData wipes the node's cluster
+// config file with its data: the node then forgets the cluster.
+func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) }
+
+// Close closes every node. It is idempotent.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, s := range c.nodes {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// RedisCluster starts a cluster for a test, like Redis, and closes it in
+// tb.Cleanup.
+func RedisCluster(tb testing.TB, masters int, opts Options) *Cluster {
+	tb.Helper()
+	c, err := StartCluster(context.Background(), masters, opts)
+	if err != nil {
+		skipOrFail(tb, err)
+	}
+	tb.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			tb.Errorf("rlock: integration: close cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// command sends one command to addr (after AUTH when password is set) and
+// returns its reply: a simple string, an integer or a bulk string, as
+// text. An error reply is returned as an error.
+func command(ctx context.Context, addr, password string, args ...string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("rlock: integration: %s: %w", addr, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	r := bufio.NewReader(conn)
+	if password != "" {
+		if err := roundTrip(conn, r, "+OK", "AUTH", password); err != nil {
+			return "", fmt.Errorf("rlock: integration: %s: %w", addr, err)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return "", fmt.Errorf("rlock: integration: %s: %w", addr, err)
+	}
+	reply, err := readReply(r)
+	if err != nil {
+		return "", fmt.Errorf("rlock: integration: %s %s: %w", addr, strings.Join(args, " "), err)
+	}
+	return reply, nil
+}
+
+// readReply reads one RESP2 reply that is not an array.
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", errors.New(line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("bad bulk reply %q", line)
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	return "", fmt.Errorf("unexpected reply %q", line)
+}

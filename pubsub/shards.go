@@ -1,0 +1,221 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/redis/rueidis"
+)
+
+// ErrNoMaster is returned by Shards.Subscribe when no master is known for
+// a channel's slot, or the cluster client has no connection to it.
+var ErrNoMaster = errors.New("rlock: pubsub: no master known for the slot")
+
+// Shards is the sharded subscription of a Redis Cluster: one Hub per
+// master, each carrying (with SSUBSCRIBE) the channels of the slots that
+// master owns. SSUBSCRIBE must reach the owner of its channel's slot, so
+// one connection cannot serve a whole cluster as it does with plain
+// SUBSCRIBE; one per master keeps the rule of one subscription connection
+// per master.
+//
+// The slot owners come from CLUSTER SLOTS, asked on the first Subscribe
+// and again after any Hub's connection broke (a failover or a resharding
+// may be why). A MOVED answer to SSUBSCRIBE moves that slot at once and
+// the Subscribe is retried once on the new owner. It is safe for
+// concurrent use.
+type Shards struct {
+	c    rueidis.Client
+	opts Options
+
+	mu     sync.Mutex
+	addrs  []string        // masters, indexed by owner
+	owner  []int16         // per slot, an index into addrs; -1 unknown; nil before the first refresh
+	stale  bool            // ask CLUSTER SLOTS again before the next lookup
+	hubs   map[string]*Hub // by master address
+	closed bool
+}
+
+// NewShards returns the sharded subscription of the cluster client c
+// (rueidis.ClientModeCluster). opts.Sharded is implied. It connects on the
+// first Subscribe.
+func NewShards(c rueidis.Client, opts Options) *Shards {
+	opts.Sharded = true
+	return &Shards{c: c, opts: opts, hubs: map[string]*Hub{}}
+}
+
+// Subscribe adds a waiter to the shard channel named name, on the Hub of
+// the master that owns its slot. Like Hub.Subscribe, it returns once that
+// master has confirmed the subscription.
+//
+// May return ErrClosed, ErrNoMaster, or the subscription's error.
+func (s *Shards) Subscribe(ctx context.Context, name string) (*Waiter, error) {
+	slot := Slot(name)
+	for attempt := 0; ; attempt++ {
+		h, err := s.hubFor(ctx, slot)
+		if err != nil {
+			return nil, err
+		}
+		w, err := h.Subscribe(ctx, name)
+		var re *rueidis.RedisError
+		if err != nil && attempt == 0 && errors.As(err, &re) {
+			if addr, ok := re.IsMoved(); ok {
+				s.moved(slot, addr)
+				continue
+			}
+		}
+		return w, err
+	}
+}
+
+// hubFor returns the Hub of the master owning slot, refreshing the slot
+// table first when it is missing or stale.
+func (s *Shards) hubFor(ctx context.Context, slot uint16) (*Hub, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	need := s.owner == nil || s.stale
+	s.mu.Unlock()
+	if need {
+		if err := s.refresh(ctx); err != nil {
+			s.mu.Lock()
+			known := s.owner != nil
+			s.mu.Unlock()
+			if !known {
+				return nil, err
+			}
+			// Keep the table we have: a MOVED corrects it slot by slot.
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	i := s.owner[slot]
+	if i < 0 {
+		return nil, fmt.Errorf("%w: slot %d", ErrNoMaster, slot)
+	}
+	addr := s.addrs[i]
+	if h := s.hubs[addr]; h != nil {
+		return h, nil
+	}
+	node := s.c.Nodes()[addr]
+	if node == nil {
+		return nil, fmt.Errorf("%w: slot %d: no connection to %s", ErrNoMaster, slot, addr)
+	}
+	o := s.opts
+	o.OnReconnect = func(err error) {
+		s.mu.Lock()
+		s.stale = true
+		s.mu.Unlock()
+		if s.opts.OnReconnect != nil {
+			s.opts.OnReconnect(err)
+		}
+	}
+	h := New(node, o)
+	s.hubs[addr] = h
+	return h, nil
+}
+
+// refresh reads the slot owners with CLUSTER SLOTS.
+func (s *Shards) refresh(ctx context.Context) error {
+	res := s.c.Do(ctx, s.c.B().ClusterSlots().Build())
+	ranges, err := res.ToArray()
+	if err != nil {
+		return fmt.Errorf("rlock: pubsub: cluster slots: %w", err)
+	}
+	owner := make([]int16, Slots)
+	for i := range owner {
+		owner[i] = -1
+	}
+	var addrs []string
+	index := map[string]int16{}
+	for _, r := range ranges {
+		f, err := r.ToArray()
+		if err != nil || len(f) < 3 {
+			continue
+		}
+		lo, err1 := f[0].AsInt64()
+		hi, err2 := f[1].AsInt64()
+		master, err3 := f[2].ToArray()
+		if err1 != nil || err2 != nil || err3 != nil || len(master) < 2 || lo < 0 || hi >= Slots {
+			continue
+		}
+		ip, err1 := master[0].ToString()
+		port, err2 := master[1].AsInt64()
+		if err1 != nil || err2 != nil || ip == "" {
+			continue
+		}
+		addr := net.JoinHostPort(ip, strconv.FormatInt(port, 10))
+		i, ok := index[addr]
+		if !ok {
+			i = int16(len(addrs))
+			index[addr] = i
+			addrs = append(addrs, addr)
+		}
+		for slot := lo; slot <= hi; slot++ {
+			owner[slot] = i
+		}
+	}
+	s.mu.Lock()
+	s.owner, s.addrs, s.stale = owner, addrs, false
+	s.mu.Unlock()
+	return nil
+}
+
+// moved records a MOVED answer: slot is now served by addr.
+func (s *Shards) moved(slot uint16, addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owner == nil {
+		return
+	}
+	i := int16(-1)
+	for j, a := range s.addrs {
+		if a == addr {
+			i = int16(j)
+		}
+	}
+	if i < 0 {
+		i = int16(len(s.addrs))
+		s.addrs = append(s.addrs, addr)
+	}
+	s.owner[slot] = i
+}
+
+// Channels returns how many channels have local waiters, over all masters.
+func (s *Shards) Channels() int {
+	s.mu.Lock()
+	hubs := make([]*Hub, 0, len(s.hubs))
+	for _, h := range s.hubs {
+		hubs = append(hubs, h)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, h := range hubs {
+		n += h.Channels()
+	}
+	return n
+}
+
+// Close closes every Hub. It is idempotent.
+func (s *Shards) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	hubs := s.hubs
+	s.hubs = nil
+	s.mu.Unlock()
+	for _, h := range hubs {
+		h.Close()
+	}
+}
