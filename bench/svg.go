@@ -11,8 +11,8 @@ import (
 // grouped bar charts. Enough for the benchmark page; no dependency.
 
 const (
-	svgW, svgH                      = 760, 430
-	padL, padR, padT, padB          = 78, 190, 44, 58
+	svgW, svgH                      = 840, 460
+	padL, padR, padT, padB          = 78, 250, 44, 88
 	plotW, plotH                    = svgW - padL - padR, svgH - padT - padB
 	fontFamily                      = "DejaVu Sans, Helvetica, Arial, sans-serif"
 	axisColor, gridColor, textColor = "#444", "#e3e3e3", "#222"
@@ -164,10 +164,30 @@ func (d *svgDoc) open(title string) {
 }
 
 func (d *svgDoc) close(note string) {
-	if note != "" {
-		d.f(`<text x="%d" y="%d" font-size="10.5" fill="#666">%s</text>`+"\n", padL, svgH-8, html.EscapeString(note))
+	for i, line := range wrap(note, 130) {
+		d.f(`<text x="%d" y="%d" font-size="10.5" fill="#666">%s</text>`+"\n", padL, padT+plotH+60+14*i, html.EscapeString(line))
 	}
 	d.f("</svg>\n")
+}
+
+// wrap splits s into lines of at most n characters, at spaces.
+func wrap(s string, n int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len([]rune(line))+1+len([]rune(w)) > n {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // frame draws the plot box, grid and tick labels of both axes.
