@@ -183,7 +183,10 @@ func (l *Lock) acquire(ctx context.Context, blocking bool, opts []Option) (*Held
 		if d >= left {
 			d, reason = left, WakeDelay
 		}
-		if err := ws.sleep(ctx, o, d, reason); err != nil {
+		// The masters that must be released before the quorum is in
+		// reach: the refusals beyond the N − quorum the lock can spare.
+		need := max(out.refused-(len(l.ms)-l.quorum), 1)
+		if err := ws.sleep(ctx, o, d, reason, need); err != nil {
 			return nil, errors.Join(qerr, err)
 		}
 	}

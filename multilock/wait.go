@@ -130,9 +130,18 @@ func (w *watches) drain(masters []int) {
 	}
 }
 
+// settleMax bounds how long a woken call waits for the unlock messages of
+// the other masters a holder is releasing (in parallel, so they come
+// within about a round trip of each other) before its next round.
+const settleMax = 5 * time.Millisecond
+
 // sleep waits up to d for a wake-up of any master. reason says what the
-// end of d means. It returns ctx's error when ctx ended first.
-func (w *watches) sleep(ctx context.Context, o *options, d time.Duration, reason lock.WakeReason) error {
+// end of d means. After the first unlock message it keeps listening, for
+// at most settleMax, until messages came from need distinct masters: a
+// holder releases on every master, and a round started after the first
+// message alone would mostly find the others still held. It returns ctx's
+// error when ctx ended first.
+func (w *watches) sleep(ctx context.Context, o *options, d time.Duration, reason lock.WakeReason, need int) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	ws := w.current()
@@ -147,20 +156,34 @@ func (w *watches) sleep(ctx context.Context, o *options, d time.Duration, reason
 		}
 	}
 	start := time.Now()
-	chosen, v, _ := reflect.Select(cases)
-	e := WakeUp{Reason: reason, Slept: time.Since(start)}
-	switch chosen {
-	case 0:
-		return ctx.Err()
-	case 1:
-	default:
-		i := idx[chosen-2]
-		e.Addr = w.l.addrs[i]
-		e.Reason = lock.WakeMessage
-		if r, _ := v.Interface().(pubsub.Reason); r == pubsub.Reconnect {
-			e.Reason = lock.WakeReconnect
+	e := WakeUp{Reason: reason}
+	woken := 0
+	for {
+		chosen, v, _ := reflect.Select(cases)
+		if chosen == 0 {
+			return ctx.Err()
+		}
+		if chosen == 1 {
+			break // d ran out, or the settling after a message did
+		}
+		if woken == 0 {
+			i := idx[chosen-2]
+			e.Addr = w.l.addrs[i]
+			e.Reason = lock.WakeMessage
+			if r, _ := v.Interface().(pubsub.Reason); r == pubsub.Reconnect {
+				e.Reason = lock.WakeReconnect
+			}
+		}
+		woken++
+		cases[chosen].Chan = reflect.Value{} // one wake-up per master
+		if woken >= need || e.Reason == lock.WakeReconnect {
+			break
+		}
+		if woken == 1 {
+			t.Reset(min(settleMax, max(d-time.Since(start), 0)))
 		}
 	}
+	e.Slept = time.Since(start)
 	if o.obs != nil && o.obs.WakeUp != nil {
 		o.obs.WakeUp(ctx, e)
 	}
