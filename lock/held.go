@@ -29,7 +29,10 @@ type holding struct {
 // *LostError) when the lease was lost, context.Canceled after Unlock,
 // ErrClosed when the Client closed. Tell them apart with
 // errors.Is(context.Cause(h.Context()), ErrLockLost). It is derived from
-// the context passed to Lock, so it also ends with that one.
+// the context passed to Lock, so it also ends with that one: a context
+// with a timeout meant for the wait bounds the hold's context too, and a
+// re-entry taken with this Held's context ends when this Held is
+// unlocked. Unlock re-entries in reverse order.
 type Held struct {
 	c        *Client
 	h        *holding
