@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -35,6 +37,11 @@ type libLatency struct {
 	RatioP50     float64       // to the floor
 	RatioP99     float64
 	RatioOwn     float64 // p50 to the floor on the library's own client, in the mode it runs in
+	// Paired and PairedOwn are the median over rounds of the ratio of
+	// block medians within the same round, to the floor and to the own
+	// client's floor: robust against the machine's load changing between
+	// rounds.
+	Paired, PairedOwn float64
 
 	totalSamples samples
 }
@@ -105,6 +112,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 	type acc struct {
 		lock, total samples
 		cpu         time.Duration
+		blockP50    []time.Duration // per round
 	}
 	accs := make([]acc, len(targets))
 	for i, t := range targets { // warm up: connections, script caches
@@ -131,6 +139,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 				accs[i].total = append(accs[i].total, td)
 			}
 			accs[i].cpu += cpuTime() - c0
+			accs[i].blockP50 = append(accs[i].blockP50, accs[i].total[len(accs[i].total)-p.latencyBlock:].pct(50))
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -160,12 +169,17 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		ll := libLatency{Name: lib.name, Client: lib.client, Total: summarize(a.total), Lock: summarize(a.lock), Unlock: summarize(unl), CPU: perCycle(a), totalSamples: a.total.sorted()}
 		ll.RatioP50 = ratio(ll.Total.P50, r.Floor.P50)
 		ll.RatioP99 = ratio(ll.Total.P99, r.Floor.P99)
-		own := r.FloorPl.P50
-		if lib.client == "go-redis" {
-			own = r.FloorGo.P50
+		own, ownAcc := r.Floor.P50, accs[0]
+		switch lib.client {
+		case "rueidis, pipelining":
+			own, ownAcc = r.FloorPl.P50, accs[1]
+		case "go-redis":
+			own, ownAcc = r.FloorGo.P50, accs[2]
 		}
 		ll.RatioOwn = ratio(ll.Total.P50, own)
-		logf("  %-12s p50 %v p99 %v  %.2f× floor (%.2f× its client's floor), CPU/cycle %v", ll.Name, ll.Total.P50, ll.Total.P99, ll.RatioP50, ll.RatioOwn, ll.CPU)
+		ll.Paired = pairedRatio(a.blockP50, accs[0].blockP50)
+		ll.PairedOwn = pairedRatio(a.blockP50, ownAcc.blockP50)
+		logf("  %-12s p50 %v p99 %v  %.2f× floor (paired %.2f×; %.2f× its client's floor), CPU/cycle %v", ll.Name, ll.Total.P50, ll.Total.P99, ll.RatioP50, ll.Paired, ll.PairedOwn, ll.CPU)
 		r.Libs = append(r.Libs, ll)
 	}
 	logf("  floor p50 %v, pipelining %v, go-redis %v, PING p50 %v; floor CPU/cycle %v, %v, %v", r.Floor.P50, r.FloorPl.P50, r.FloorGo.P50, r.RTT.P50, r.FloorCPU, r.FloorPlCPU, r.FloorGoCPU)
@@ -182,4 +196,22 @@ func (r *latencyResult) check() error {
 		}
 	}
 	return nil
+}
+
+// pairedRatio is the median over rounds of a[i]/b[i].
+func pairedRatio(a, b []time.Duration) float64 {
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			rs = append(rs, float64(a[i])/float64(b[i]))
+		}
+	}
+	if len(rs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(rs)
+	if len(rs)%2 == 1 {
+		return rs[len(rs)/2]
+	}
+	return (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
 }

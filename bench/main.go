@@ -50,24 +50,24 @@ type params struct {
 
 func fullParams() params {
 	return params{
-		latencyWarmup: 200, latencyRounds: 10, latencyBlock: 1000,
+		latencyWarmup: 200, latencyRounds: 50, latencyBlock: 200,
 		goroutines: 64, throughputWarmup: time.Second, throughputWindow: 4 * time.Second, throughputRounds: 2,
 		contenders: 16, hold: time.Millisecond, contentionWindow: 8 * time.Second,
 		handoffIters: 300, handoffMinHold: 3 * time.Millisecond, handoffMaxHold: 8 * time.Millisecond,
 		renewCounts: []int{1000, 3000, 10000}, renewLease: 5 * time.Second, renewInterval: 500 * time.Millisecond, renewTicks: 10,
-		redlockRounds: 10, redlockBlock: 300,
+		redlockRounds: 30, redlockBlock: 100,
 	}
 }
 
 func quickParams() params {
 	return params{
 		quick:         true,
-		latencyWarmup: 50, latencyRounds: 2, latencyBlock: 250,
+		latencyWarmup: 50, latencyRounds: 5, latencyBlock: 100,
 		goroutines: 64, throughputWarmup: 300 * time.Millisecond, throughputWindow: time.Second, throughputRounds: 1,
 		contenders: 16, hold: time.Millisecond, contentionWindow: 1500 * time.Millisecond,
 		handoffIters: 25, handoffMinHold: 3 * time.Millisecond, handoffMaxHold: 8 * time.Millisecond,
 		renewCounts: []int{1000}, renewLease: 2 * time.Second, renewInterval: 250 * time.Millisecond, renewTicks: 4,
-		redlockRounds: 2, redlockBlock: 100,
+		redlockRounds: 4, redlockBlock: 50,
 	}
 }
 

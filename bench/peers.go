@@ -86,7 +86,7 @@ type library struct {
 	name   string
 	config string // how it is configured here, for the page
 	polls  bool   // waiters poll instead of being woken
-	client string // the Redis client underneath: rueidis or go-redis
+	client string // the Redis client underneath: rueidis, "rueidis, pipelining" or go-redis
 	open   func(ctx context.Context, addr string, o openOpts) (locker, error)
 }
 
@@ -152,7 +152,7 @@ var (
 		open:   openRedislock,
 	}
 	libRueidislock = library{
-		client: "rueidis",
+		client: "rueidis, pipelining", // client-side caching starts the pipe's reader and writer goroutines
 		name:   "rueidislock",
 		config: "rueidislock, KeyMajority 1 (one key, like the others), NoLoopTracking (its documented option for Redis >= 7.0.5), validity 5 s renewed every 2.5 s (defaults); waiters woken by client-side-caching invalidations",
 		open: func(ctx context.Context, addr string, o openOpts) (locker, error) {
@@ -163,7 +163,7 @@ var (
 	// a holder is then told of its own extensions and extends again at
 	// once (see the renewal scenario).
 	libRueidislockDefaults = library{
-		client: "rueidis",
+		client: "rueidis, pipelining",
 		name:   "rueidislock (NoLoopTracking off)",
 		config: "as rueidislock, but without NoLoopTracking (NewLocker's default)",
 		open: func(ctx context.Context, addr string, o openOpts) (locker, error) {

@@ -18,6 +18,9 @@ type redlockResult struct {
 	Samples int
 	RTT     summary // PING to one master
 	Rows    []redlockRow
+	// RlockVsRedsync is the paired acquire p50 ratio of rlock's RedLock
+	// to redsync's.
+	RlockVsRedsync float64
 }
 
 type redlockRow struct {
@@ -28,6 +31,8 @@ type redlockRow struct {
 	CPU      time.Duration // this process's CPU per cycle
 	RatioP50 float64       // acquire p50 / the same library's on one master
 	RatioP99 float64
+	Paired   float64 // median over rounds of the block p50 ratio to one master
+	blocks   []time.Duration
 	acquires samples
 }
 
@@ -124,6 +129,7 @@ func runRedLock(ctx context.Context, p params) (*redlockResult, error) {
 	}
 	acq := make([]samples, len(targets))
 	cpu := make([]time.Duration, len(targets))
+	blocks := make([][]time.Duration, len(targets))
 	cyc := make([]samples, len(targets))
 	for _, t := range targets {
 		for range p.latencyWarmup {
@@ -144,21 +150,25 @@ func runRedLock(ctx context.Context, p params) (*redlockResult, error) {
 				cyc[i] = append(cyc[i], c)
 			}
 			cpu[i] += cpuTime() - c0
+			blocks[i] = append(blocks[i], acq[i][len(acq[i])-p.redlockBlock:].pct(50))
 		}
 	}
 	r := &redlockResult{Masters: n, Samples: p.redlockRounds * p.redlockBlock, RTT: summarize(rtt)}
 	for i, t := range targets {
 		r.Rows = append(r.Rows, redlockRow{Name: t.name, Masters: t.masters, Acquire: summarize(acq[i]), Cycle: summarize(cyc[i]),
-			CPU: cpu[i] / time.Duration(max(len(cyc[i]), 1)), acquires: acq[i].sorted()})
+			CPU: cpu[i] / time.Duration(max(len(cyc[i]), 1)), acquires: acq[i].sorted(), blocks: blocks[i]})
 	}
 	for i := range r.Rows {
 		base := r.Rows[i/2*2] // the single-master row of the same library
 		r.Rows[i].RatioP50 = ratio(r.Rows[i].Acquire.P50, base.Acquire.P50)
 		r.Rows[i].RatioP99 = ratio(r.Rows[i].Acquire.P99, base.Acquire.P99)
+		r.Rows[i].Paired = pairedRatio(r.Rows[i].blocks, base.blocks)
 	}
+	r.RlockVsRedsync = pairedRatio(r.Rows[1].blocks, r.Rows[3].blocks)
 	for _, row := range r.Rows {
-		logf("  %-16s acquire p50 %v p99 %v (%.2f× / %.2f× one master), CPU/cycle %v", row.Name, row.Acquire.P50, row.Acquire.P99, row.RatioP50, row.RatioP99, row.CPU)
+		logf("  %-16s acquire p50 %v p99 %v (%.2f× / %.2f× one master, paired p50 %.2f×), CPU/cycle %v", row.Name, row.Acquire.P50, row.Acquire.P99, row.RatioP50, row.RatioP99, row.Paired, row.CPU)
 	}
+	logf("  rlock RedLock / redsync RedLock, paired acquire p50: %.2f×", r.RlockVsRedsync)
 	return r, nil
 }
 

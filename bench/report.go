@@ -330,17 +330,18 @@ func (r *results) markdown(img string) string {
 
 	if l := r.Latency; l != nil {
 		w.WriteString("## 1. Uncontended Lock+Unlock latency\n\n")
-		fmt.Fprintf(&w, "One goroutine takes and releases a free lock, %d times per library (%d rounds of %d, libraries interleaved in random order each round, after %d warm-up cycles). The floor is two EVALSHA round trips of a trivial script on one rueidis client: what any lock on one master needs at least (acquire, release). Two more floors separate a library's own cost from its client's: the same round trips on go-redis (the client under redsync and redislock), and on a rueidis client that has seen concurrent requests (*pipelining*: rueidis serves a connection used by one goroutine at a time on the caller's goroutine, and switches it for good to a writer and a reader goroutine at the first concurrent request; rlock and rueidislock both do background work on their client, so they run in that mode). *p50 / own client's floor* divides by the floor of the client and mode the library runs on.\n\n", l.Samples, p.latencyRounds, p.latencyBlock, p.latencyWarmup)
+		fmt.Fprintf(&w, "One goroutine takes and releases a free lock, %d times per library (%d rounds of %d, libraries interleaved in random order each round, after %d warm-up cycles). The floor is two EVALSHA round trips of a trivial script on one rueidis client: what any lock on one master needs at least (acquire, release). Two more floors separate a library's own cost from its client's: the same round trips on go-redis (the client under redsync and redislock), and on a rueidis client that has seen concurrent requests (*pipelining*: rueidis serves a connection used by one goroutine at a time on the caller's goroutine, and switches it for good to a writer and a reader goroutine at the first concurrent request; a client with client-side caching, as rueidislock's, starts in that mode). *own client's floor* is the floor of the client and mode the library runs on.\n\n", l.Samples, p.latencyRounds, p.latencyBlock, p.latencyWarmup)
 		rows := [][]string{
-			{"PING (1 round trip)", "", fmtDur(l.RTT.P50), fmtDur(l.RTT.P99), fmtDur(l.RTT.Mean), "", "", "", fx(ratio(l.RTT.P50, l.Floor.P50)), fx(ratio(l.RTT.P99, l.Floor.P99)), ""},
-			{"floor (2 × EVALSHA)", "rueidis", fmtDur(l.Floor.P50), fmtDur(l.Floor.P99), fmtDur(l.Floor.Mean), "", "", fmtDur(l.FloorCPU), "1", "1", ""},
-			{"floor (2 × EVALSHA)", "rueidis, pipelining", fmtDur(l.FloorPl.P50), fmtDur(l.FloorPl.P99), fmtDur(l.FloorPl.Mean), "", "", fmtDur(l.FloorPlCPU), fx(ratio(l.FloorPl.P50, l.Floor.P50)), fx(ratio(l.FloorPl.P99, l.Floor.P99)), "1"},
-			{"floor (2 × EVALSHA)", "go-redis", fmtDur(l.FloorGo.P50), fmtDur(l.FloorGo.P99), fmtDur(l.FloorGo.Mean), "", "", fmtDur(l.FloorGoCPU), fx(ratio(l.FloorGo.P50, l.Floor.P50)), fx(ratio(l.FloorGo.P99, l.Floor.P99)), "1"},
+			{"PING (1 round trip)", "", fmtDur(l.RTT.P50), fmtDur(l.RTT.P99), fmtDur(l.RTT.Mean), "", "", "", "", fx(ratio(l.RTT.P50, l.Floor.P50)), fx(ratio(l.RTT.P99, l.Floor.P99)), ""},
+			{"floor (2 × EVALSHA)", "rueidis", fmtDur(l.Floor.P50), fmtDur(l.Floor.P99), fmtDur(l.Floor.Mean), "", "", fmtDur(l.FloorCPU), "1", "1", "1", "1"},
+			{"floor (2 × EVALSHA)", "rueidis, pipelining", fmtDur(l.FloorPl.P50), fmtDur(l.FloorPl.P99), fmtDur(l.FloorPl.Mean), "", "", fmtDur(l.FloorPlCPU), "", fx(ratio(l.FloorPl.P50, l.Floor.P50)), fx(ratio(l.FloorPl.P99, l.Floor.P99)), "1"},
+			{"floor (2 × EVALSHA)", "go-redis", fmtDur(l.FloorGo.P50), fmtDur(l.FloorGo.P99), fmtDur(l.FloorGo.Mean), "", "", fmtDur(l.FloorGoCPU), "", fx(ratio(l.FloorGo.P50, l.Floor.P50)), fx(ratio(l.FloorGo.P99, l.Floor.P99)), "1"},
 		}
 		for _, lib := range l.Libs {
-			rows = append(rows, []string{"**" + lib.Name + "**", lib.Client, fmtDur(lib.Total.P50), fmtDur(lib.Total.P99), fmtDur(lib.Total.Mean), fmtDur(lib.Lock.P50), fmtDur(lib.Unlock.P50), fmtDur(lib.CPU), "**" + fx(lib.RatioP50) + "**", fx(lib.RatioP99), fx(lib.RatioOwn)})
+			rows = append(rows, []string{"**" + lib.Name + "**", lib.Client, fmtDur(lib.Total.P50), fmtDur(lib.Total.P99), fmtDur(lib.Total.Mean), fmtDur(lib.Lock.P50), fmtDur(lib.Unlock.P50), fmtDur(lib.CPU), "**" + fx(lib.Paired) + "**", fx(lib.RatioP50), fx(lib.RatioP99), fx(lib.PairedOwn)})
 		}
-		table(&w, []string{"", "client", "p50", "p99", "mean", "Lock p50", "Unlock p50", "process CPU/cycle", "p50 / floor", "p99 / floor", "p50 / own client's floor"}, rows)
+		table(&w, []string{"", "client", "p50", "p99", "mean", "Lock p50", "Unlock p50", "process CPU/cycle", "paired p50 / floor", "p50 / floor", "p99 / floor", "paired p50 / own client's floor"}, rows)
+		w.WriteString("*paired* ratios divide each library's block median by the floor's block median of the same round and take the median over the rounds: the machine's load changes from second to second, and pairing keeps that out of the ratio. The other ratios divide whole-run percentiles.\n\n")
 		fmt.Fprintf(&w, "![%s](%s/bench-latency.svg)\n\n", "Uncontended latency by percentile", img)
 	}
 
@@ -419,14 +420,14 @@ func (r *results) markdown(img string) string {
 
 	if rl := r.RedLock; rl != nil {
 		w.WriteString("## 6. RedLock over 5 masters\n\n")
-		fmt.Fprintf(&w, "%d independent redis-server processes. rlock: `multilock.NewRedLock` over one `lock.Client` per master; redsync: `redsync.New` with one go-redis pool per master. Each is compared with itself on one master (the first). %d uncontended cycles per row, rows interleaved; acquire = Lock returning. PING p50 to one master = %s.\n\n", rl.Masters, rl.Samples, fmtDur(rl.RTT.P50))
+		fmt.Fprintf(&w, "%d independent redis-server processes. rlock: `multilock.NewRedLock` over one `lock.Client` per master; redsync: `redsync.New` with one go-redis pool per master. Each is compared with itself on one master (the first). %d uncontended cycles per row (%d rounds of %d, rows in random order each round); acquire = Lock returning. PING p50 to one master = %s.\n\n", rl.Masters, rl.Samples, p.redlockRounds, p.redlockBlock, fmtDur(rl.RTT.P50))
 		var rows [][]string
 		for _, row := range rl.Rows {
-			rows = append(rows, []string{"**" + row.Name + "**", fmt.Sprint(row.Masters), fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Cycle.P50), fmtDur(row.CPU), "**" + fx(row.RatioP50) + "**", fx(row.RatioP99)})
+			rows = append(rows, []string{"**" + row.Name + "**", fmt.Sprint(row.Masters), fmtDur(row.Acquire.P50), fmtDur(row.Acquire.P99), fmtDur(row.Cycle.P50), fmtDur(row.CPU), "**" + fx(row.Paired) + "**", fx(row.RatioP50), fx(row.RatioP99)})
 		}
-		table(&w, []string{"", "masters", "acquire p50", "acquire p99", "Lock+Unlock p50", "process CPU/cycle", "acquire p50 / 1 master", "acquire p99 / 1 master"}, rows)
+		table(&w, []string{"", "masters", "acquire p50", "acquire p99", "Lock+Unlock p50", "process CPU/cycle", "paired acquire p50 / 1 master", "acquire p50 / 1 master", "acquire p99 / 1 master"}, rows)
 		if len(rl.Rows) == 4 {
-			fmt.Fprintf(&w, "rlock RedLock / redsync RedLock, acquire p50: %s.\n\n", fx(ratio(rl.Rows[1].Acquire.P50, rl.Rows[3].Acquire.P50)))
+			fmt.Fprintf(&w, "rlock's RedLock against redsync's, paired acquire p50: %s× (whole-run p50: %s×). *Paired* ratios are medians over rounds of block medians, as in scenario 1.\n\n", fx(rl.RlockVsRedsync), fx(ratio(rl.Rows[1].Acquire.P50, rl.Rows[3].Acquire.P50)))
 		}
 		fmt.Fprintf(&w, "![%s](%s/bench-redlock.svg)\n\n", "RedLock acquire latency", img)
 	}
