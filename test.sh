@@ -34,5 +34,5 @@ echo "test.sh: go test -race ./..."
 go test -race -count=1 -timeout 40m ./...
 if [ -f bench/go.mod ]; then
   echo "test.sh: bench -quick"
-  (cd bench && go run . -quick)
+  (cd bench && go run -mod=mod . -quick) # -mod=mod: bench/go.mod follows the main module through its replace
 fi
