@@ -1,0 +1,225 @@
+package faultsuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/multilock"
+)
+
+// Timing of the suite. Leases are short so that a round takes seconds.
+const (
+	// watchdogLease is every Client's WatchdogTimeout, renewed every third
+	// of it; it is the longest lease in the suite (the "max lease" of the
+	// delayed-restart assumption).
+	watchdogLease = 400 * time.Millisecond
+	// explicitLease is the Lease of a holder that pauses past it.
+	explicitLease = 300 * time.Millisecond
+	// commandTimeout and dialTimeout make a stopped master fail fast,
+	// well inside a lease.
+	commandTimeout = 200 * time.Millisecond
+	dialTimeout    = 300 * time.Millisecond
+	// nMasters is the RedLock's masters; the single-master case uses the
+	// first of them.
+	nMasters = 5
+	// nWorkers is how many clients contend for the lock.
+	nWorkers = 3
+)
+
+// renewIntervals are the workers' RenewInterval: the default (a third of
+// the lease) and two that do not divide the lease, as services configured
+// apart would have.
+var renewIntervals = [nWorkers]time.Duration{0, 150 * time.Millisecond, 190 * time.Millisecond}
+
+// cluster is the servers of one backend, shared by its cases.
+type cluster struct {
+	backend integration.Backend
+	servers []*integration.Server
+	// clock: the servers run under libfaketime, so clock faults work.
+	clock bool
+}
+
+// startCluster starts nMasters servers with persistence (appendfsync
+// always, so a restart keeping the data loses nothing acknowledged) and,
+// when libfaketime is there, a controllable clock. It skips the test when
+// the backend cannot run here, or fails it when RLOCK_REQUIRE names the
+// backend.
+func startCluster(t *testing.T, b integration.Backend) *cluster {
+	t.Helper()
+	start := func(clock bool) ([]*integration.Server, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		o := integration.Options{Backend: b, Persist: true}
+		if clock {
+			o.ClockRate = 1
+		}
+		return integration.StartMasters(ctx, nMasters, o)
+	}
+	c := &cluster{backend: b, clock: true}
+	servers, err := start(true)
+	if errors.Is(err, integration.ErrBackendUnavailable) {
+		// Perhaps only libfaketime is missing: run without clock faults.
+		var err2 error
+		if servers, err2 = start(false); err2 == nil {
+			t.Logf("no fake clock (%v): clock faults are left out", err)
+			c.clock = false
+			err = nil
+		} else {
+			err = err2
+		}
+	}
+	if err != nil {
+		if errors.Is(err, integration.ErrBackendUnavailable) && !integration.Required(b) {
+			t.Skipf("backend %s unavailable: %v", b, err)
+		}
+		t.Fatalf("start %d %s masters (%s=%q): %v", nMasters, b, integration.RequireEnv, os.Getenv(integration.RequireEnv), err)
+	}
+	for _, s := range servers {
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("close server: %v", err)
+			}
+		})
+	}
+	c.servers = servers
+	return c
+}
+
+// topology is one way of locking: one master, or RedLock over five.
+type topology struct {
+	name    string
+	masters int // how many of the cluster's servers it uses
+	quorum  int
+	offset  uint64 // shifts the cycle of lead faults, so that the cases of a short run cover different ones
+}
+
+var topologies = []topology{
+	{name: "single", masters: 1, quorum: 1, offset: 0},
+	{name: "redlock", masters: nMasters, quorum: nMasters/2 + 1, offset: 5},
+}
+
+// worker is one contending client: a lock.Client per master, as a separate
+// process would have.
+type worker struct {
+	id      int
+	clients []*lock.Client
+	sink    *eventSink
+}
+
+// newWorkers connects nWorkers workers to servers; their Clients are
+// closed when the test ends.
+func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink) []*worker {
+	t.Helper()
+	ws := make([]*worker, nWorkers)
+	for i := range ws {
+		w := &worker{id: i, sink: sink}
+		for m, s := range servers {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c, err := lock.New(ctx, lock.Config{
+				Addrs:           []string{s.Addr()},
+				WatchdogTimeout: watchdogLease,
+				RenewInterval:   renewIntervals[i],
+				CommandTimeout:  commandTimeout,
+				DialTimeout:     dialTimeout,
+				Observer:        sink.observer(i, m),
+			})
+			cancel()
+			if err != nil {
+				t.Fatalf("lock.New(%s): %v", s.Addr(), err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := c.Close(ctx); err != nil && !errors.Is(err, lock.ErrClosed) {
+					// A hold left by a round that ended during a fault
+					// may not be releasable; Close still stops everything.
+					t.Logf("close client of worker %d: %v", w.id, err)
+				}
+			})
+			w.clients = append(w.clients, c)
+		}
+		ws[i] = w
+	}
+	return ws
+}
+
+// held is what a worker needs of a hold: lock.Held and multilock.Held.
+type held interface {
+	Context() context.Context
+	Fence() uint64
+	Unlock(ctx context.Context) error
+}
+
+// locker acquires the lock called name for one worker.
+type locker interface {
+	// lock acquires with a fencing token. blocking waits until ctx ends,
+	// otherwise it is one attempt; lease > 0 is an explicit lease without
+	// the watchdog.
+	lock(ctx context.Context, blocking bool, lease time.Duration) (held, error)
+}
+
+func (w *worker) locker(name string) locker {
+	if len(w.clients) == 1 {
+		return single{w.clients[0].Mutex(name)}
+	}
+	ms := make([]*lock.Mutex, len(w.clients))
+	for i, c := range w.clients {
+		ms[i] = c.Mutex(name)
+	}
+	return redlock{multilock.NewRedLock(ms...), w.sink.roundObserver(w.id)}
+}
+
+type single struct{ m *lock.Mutex }
+
+func (s single) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {
+	opts := []lock.Option{lock.Fenced()}
+	if lease > 0 {
+		opts = append(opts, lock.Lease(lease))
+	}
+	var h *lock.Held
+	var err error
+	if blocking {
+		h, err = s.m.Lock(ctx, opts...)
+	} else {
+		h, err = s.m.TryLock(ctx, opts...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+type redlock struct {
+	l   *multilock.Lock
+	obs *multilock.Observer
+}
+
+func (r redlock) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {
+	opts := []multilock.Option{multilock.Fenced(), multilock.Observe(r.obs)}
+	if lease > 0 {
+		opts = append(opts, multilock.Lease(lease))
+	}
+	var h *multilock.Held
+	var err error
+	if blocking {
+		h, err = r.l.Lock(ctx, opts...)
+	} else {
+		h, err = r.l.TryLock(ctx, opts...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// lockName is unique per case and round, so that every round starts with
+// a fresh lock and a fresh fencing counter.
+func lockName(b integration.Backend, topo topology, seed uint64) string {
+	return fmt.Sprintf("faultsuite:%s:%s:%d:%d", b, topo.name, seed, time.Now().UnixNano())
+}

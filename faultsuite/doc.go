@@ -1,0 +1,48 @@
+// Package faultsuite holds rlock's fault suite: a test, not a library.
+//
+// TestFaultSuite runs three clients contending on one lock — a single
+// master (lock.Mutex) and a RedLock over five masters (multilock) — on real
+// redis-server processes and, when Docker is there, containers (package
+// integration). Each holder writes to an in-process resource that accepts a
+// write only with a fencing token at least as high as any it has accepted.
+// Meanwhile a scheduler injects faults drawn from a seed: kill with a
+// delayed restart, restart keeping the (persisted) data, pauses and
+// partitions shorter and longer than the lease, a clock within the drift
+// factor; and, outside the documented assumptions, a restart at once
+// without data, a holder paused past its lease, a clock five times fast.
+//
+// Every round's history (acquire, writes, release or loss, each with call
+// and return times) is checked with porcupine against a model of a lock
+// with fencing, and counted: double grants (a holder wrote, believing it
+// held the lock, after another had been granted it), stale writes
+// (rejected by the fence, or not), losses signalled on the holder's context
+// (in time, or only after another holder got the lock) and losses never
+// signalled. Inside the assumptions there must be no double grant and no
+// unsignalled loss; outside them the suite shows the overlap and what the
+// fence did about it. docs/safety.md has the figures of a long run.
+//
+// Running it:
+//
+//	go test ./faultsuite/                          # bounded: 5 rounds per case
+//	RLOCK_FAULT_SEED=42 go test ./faultsuite/      # replay a schedule
+//	RLOCK_FAULT_DURATION=2m go test -timeout 30m ./faultsuite/ -faultsuite.report=run.md
+//
+// Environment:
+//
+//   - RLOCK_FAULT_ROUNDS: rounds per case (backend × lock). Default 5, in
+//     which every fault kind leads one round per backend.
+//   - RLOCK_FAULT_DURATION: time per case, such as 2m; alone, rounds run
+//     until it is spent. The test's -timeout also stops the rounds.
+//   - RLOCK_FAULT_SEED: round i of every case uses seed SEED+i. Random and
+//     printed when unset. A failing round is replayed alone with
+//     RLOCK_FAULT_SEED=<its seed> RLOCK_FAULT_ROUNDS=1 and -run naming its
+//     case, as its failure message says. The schedule replays exactly; the
+//     interleaving of the clients, which depends on timing, does not.
+//   - RLOCK_FAULT_KINDS: comma-separated fault kinds to draw from (see
+//     faults_test.go), to hunt one problem.
+//   - RLOCK_FAULT_REPORT, or the test flag -faultsuite.report: a file to
+//     which each case appends its summary as markdown table rows.
+//   - RLOCK_FAULT_TRACE: when set, every round's history and the clients'
+//     events are logged, not only a failed round's.
+//   - RLOCK_REQUIRE: as in package integration, a backend it names must run.
+package faultsuite

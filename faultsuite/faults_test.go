@@ -1,0 +1,259 @@
+package faultsuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlock-go/rlock/integration"
+)
+
+// faultKind is one kind of fault the scheduler injects.
+type faultKind struct {
+	name string
+	// outside: the fault breaks an assumption of docs/safety.md, so
+	// double grants may happen and only the fence protects the resource.
+	outside bool
+	clock   bool // needs the servers' fake clock
+}
+
+// The kinds, inside the documented assumptions first. The order matters:
+// a round's lead fault is picked by its seed from this list.
+var kinds = []*faultKind{
+	{name: "kill"},                                   // kill, restart after more than the max lease, data kept or not
+	{name: "restart-kept"},                           // restart at once keeping the (persisted) data
+	{name: "pause-short"},                            // SIGSTOP or freeze the master for less than the lease
+	{name: "pause-long"},                             // ... for more than the lease
+	{name: "partition-short"},                        // cut every client off the master for less than the lease
+	{name: "partition-long"},                         // ... for more than the lease
+	{name: "clock-drift", clock: true},               // master clock at 1 ± 0.5%, within the drift factor
+	{name: "restart-now-empty", outside: true},       // restart at once without data (a majority or one on RedLock)
+	{name: "holder-pause", outside: true},            // a holder pauses past its explicit lease before writing
+	{name: "clock-fast", outside: true, clock: true}, // master clock 5x fast (a majority on RedLock)
+}
+
+// available lists the kinds the cluster can inject, among those named in
+// only (all when only is empty).
+func available(clock bool, only []string) []*faultKind {
+	var out []*faultKind
+	for _, k := range kinds {
+		if (clock || !k.clock) && (len(only) == 0 || slices.Contains(only, k.name)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// fault is one planned fault.
+type fault struct {
+	kind    *faultKind
+	gap     time.Duration // waited before it, as the schedule says
+	targets []int         // masters of the topology it hits
+	d       time.Duration // how long it lasts (pause, partition, clock, restart delay)
+	keep    bool          // a restart keeps the data
+	rate    float64       // clock rate
+}
+
+func (f fault) String() string {
+	s := fmt.Sprintf("%s on %v", f.kind.name, f.targets)
+	switch f.kind.name {
+	case "kill":
+		s += fmt.Sprintf(" for %v, keep data %v", f.d.Round(time.Millisecond), f.keep)
+	case "restart-kept":
+		s += fmt.Sprintf(" after %v", f.d.Round(time.Millisecond))
+	case "clock-drift", "clock-fast":
+		s += fmt.Sprintf(" at rate %.4f for %v", f.rate, f.d.Round(time.Millisecond))
+	case "holder-pause":
+		s = fmt.Sprintf("holder-pause of %v past a lease of %v", f.d.Round(time.Millisecond), explicitLease)
+	case "restart-now-empty":
+	default:
+		s += fmt.Sprintf(" for %v", f.d.Round(time.Millisecond))
+	}
+	return s
+}
+
+// wipes reports how many masters the fault restarts without their data.
+func (f fault) wipes() int {
+	switch {
+	case f.kind.name == "restart-now-empty", f.kind.name == "kill" && !f.keep:
+		return len(f.targets)
+	}
+	return 0
+}
+
+// plan draws a round's faults from its seed: the lead kind cycles with the
+// seed; a round inside the assumptions adds up to two more inside faults.
+func plan(rng *rand.Rand, seed uint64, topo topology, avail []*faultKind) []fault {
+	lead := avail[(seed+topo.offset)%uint64(len(avail))]
+	fs := []fault{draw(rng, lead, topo)}
+	if !lead.outside {
+		var inside []*faultKind
+		for _, k := range avail {
+			if !k.outside {
+				inside = append(inside, k)
+			}
+		}
+		for range rng.IntN(3) * min(len(inside), 1) {
+			fs = append(fs, draw(rng, inside[rng.IntN(len(inside))], topo))
+		}
+	}
+	return fs
+}
+
+func draw(rng *rand.Rand, k *faultKind, topo topology) fault {
+	f := fault{kind: k, gap: randDuration(rng, 50*time.Millisecond, 250*time.Millisecond)}
+	n := 1
+	if topo.masters > 1 {
+		n = 1 + rng.IntN(topo.masters-topo.quorum+1) // inside: 1 to 3 of 5
+	}
+	// Shorter and longer than the lease, up to its edges, where a loss
+	// is decided.
+	short := func() time.Duration { return randDuration(rng, watchdogLease/4, watchdogLease-10*time.Millisecond) }
+	long := func() time.Duration { return randDuration(rng, watchdogLease+10*time.Millisecond, watchdogLease*2) }
+	switch k.name {
+	case "kill":
+		// Longer than the max lease, as docs/safety.md asks: half of
+		// them less than a renew interval longer, where a holder's
+		// watchdog decides the loss, the others up to 300ms longer.
+		f.d = randDuration(rng, watchdogLease+20*time.Millisecond, watchdogLease+watchdogLease/3)
+		if rng.IntN(2) == 0 {
+			f.d = randDuration(rng, watchdogLease+watchdogLease/3, watchdogLease+300*time.Millisecond)
+		}
+		f.keep = rng.IntN(2) == 0
+	case "restart-kept":
+		f.d, f.keep = randDuration(rng, 0, watchdogLease/2), true
+	case "pause-short", "partition-short":
+		f.d = short()
+	case "pause-long", "partition-long":
+		f.d = long()
+	case "clock-drift":
+		f.rate = 1 + float64(1+rng.IntN(5))/1000*float64(1-2*rng.IntN(2))
+		f.d = randDuration(rng, watchdogLease, 3*watchdogLease)
+	case "restart-now-empty":
+		if topo.masters > 1 {
+			n = []int{1, topo.quorum}[rng.IntN(2)] // one master, or enough to break the quorum's intersection
+		}
+	case "holder-pause":
+		n = 0
+		f.d = explicitLease + randDuration(rng, 150*time.Millisecond, 350*time.Millisecond)
+	case "clock-fast":
+		f.rate = 5
+		f.d = randDuration(rng, 2*watchdogLease, 4*watchdogLease)
+		if topo.masters > 1 {
+			n = topo.quorum
+		}
+	}
+	f.targets = rng.Perm(topo.masters)[:n]
+	slices.Sort(f.targets)
+	return f
+}
+
+// inject applies f to the round's masters and undoes it: when it returns,
+// every master runs, reachable, at clock rate 1.
+func (r *round) inject(ctx context.Context, f fault) error {
+	on := func(do func(s *integration.Server) error) error {
+		errs := make([]error, len(f.targets))
+		var wg sync.WaitGroup
+		for i, m := range f.targets {
+			wg.Go(func() {
+				if err := do(r.servers[m]); err != nil {
+					errs[i] = fmt.Errorf("master %d: %w", m, err)
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	// The fault's duration is part of the schedule: time itself, not a
+	// wait for another goroutine.
+	last := func() error { return sleepCtx(ctx, f.d) }
+	switch f.kind.name {
+	case "kill", "restart-kept":
+		return on(func(s *integration.Server) error {
+			return s.Restart(ctx, integration.RestartOptions{KeepData: f.keep, Delay: f.d})
+		})
+	case "restart-now-empty":
+		// Hit a holder, not an idle lock.
+		if err := r.hist.waitHeld(ctx); err != nil {
+			return fmt.Errorf("waiting for a holder: %w", err)
+		}
+		return on(func(s *integration.Server) error {
+			return s.Restart(ctx, integration.RestartOptions{})
+		})
+	case "pause-short", "pause-long":
+		if err := on(func(s *integration.Server) error { return s.Pause(ctx) }); err != nil {
+			return err
+		}
+		return errors.Join(last(), on(func(s *integration.Server) error { return s.Resume(context.WithoutCancel(ctx)) }))
+	case "partition-short", "partition-long":
+		if err := on(func(s *integration.Server) error { return s.Partition(ctx) }); err != nil {
+			return err
+		}
+		return errors.Join(last(), on(func(s *integration.Server) error { return s.Heal(context.WithoutCancel(ctx)) }))
+	case "clock-drift", "clock-fast":
+		if err := on(func(s *integration.Server) error { return s.SetClockRate(ctx, f.rate) }); err != nil {
+			return err
+		}
+		return errors.Join(last(), on(func(s *integration.Server) error { return s.SetClockRate(context.WithoutCancel(ctx), 1) }))
+	case "holder-pause":
+		pr := r.requestPause(f.d)
+		select {
+		case <-pr.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("no holder took the pause: %w", context.Cause(ctx))
+		}
+	}
+	return fmt.Errorf("unknown fault %q", f.kind.name)
+}
+
+// repair brings every master of the round back, whatever a failed
+// injection left: resumed, healed, clock at rate 1, running.
+func (r *round) repair(ctx context.Context) error {
+	var errs []error
+	for i, s := range r.servers {
+		_ = s.Resume(ctx) // ErrNotRunning when killed: restarted below
+		if err := s.Heal(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("master %d: heal: %w", i, err))
+		}
+		if r.cl.clock {
+			if err := s.SetClockRate(ctx, 1); err != nil {
+				errs = append(errs, fmt.Errorf("master %d: clock: %w", i, err))
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.Ping(pctx)
+		cancel()
+		if err != nil {
+			if err := s.Restart(ctx, integration.RestartOptions{KeepData: true}); err != nil {
+				errs = append(errs, fmt.Errorf("master %d: restart: %w", i, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// describe lists faults for a log line.
+func describe(fs []fault) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = f.String()
+	}
+	return strings.Join(s, "; ")
+}
