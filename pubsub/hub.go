@@ -150,11 +150,15 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 // subscribeLocked connects when needed and subscribes names, waiting for
 // the server's confirmation of each. The caller holds h.sub.
 func (h *Hub) subscribeLocked(ctx context.Context, names []string) error {
-	if err := h.connectLocked(); err != nil {
+	// The connection is the one connectLocked returns, not h.conn read
+	// again: its watch goroutine may already have detached it (a
+	// connection that broke at once), and then the DoMulti below fails
+	// on it and the watcher reconnects.
+	conn, err := h.connectLocked()
+	if err != nil {
 		return err
 	}
 	h.mu.Lock()
-	conn := h.conn
 	waits := make([]chan struct{}, len(names))
 	for i, n := range names {
 		waits[i] = make(chan struct{})
@@ -201,13 +205,13 @@ func (h *Hub) subscribeLocked(ctx context.Context, names []string) error {
 	return nil
 }
 
-// connectLocked opens the dedicated connection and starts the goroutine
-// that watches it, if not yet done. The caller holds h.sub.
-func (h *Hub) connectLocked() error {
+// connectLocked returns the dedicated connection, opening it and starting
+// the goroutine that watches it if not yet done. The caller holds h.sub.
+func (h *Hub) connectLocked() (rueidis.DedicatedClient, error) {
 	h.mu.Lock()
-	if h.conn != nil {
+	if c := h.conn; c != nil {
 		h.mu.Unlock()
-		return nil
+		return c, nil
 	}
 	h.mu.Unlock()
 	conn, _ := h.c.Dedicate() // Close returns it to rueidis
@@ -219,7 +223,7 @@ func (h *Hub) connectLocked() error {
 	if h.closed {
 		h.mu.Unlock()
 		conn.Close()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	h.conn = conn
 	h.gen++
@@ -227,7 +231,7 @@ func (h *Hub) connectLocked() error {
 	h.mu.Unlock()
 	h.wg.Add(1)
 	go h.watch(gen, broken)
-	return nil
+	return conn, nil
 }
 
 func (h *Hub) onSubscription(s rueidis.PubSubSubscription) {
