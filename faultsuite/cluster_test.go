@@ -152,6 +152,7 @@ func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink) []
 // held is what a worker needs of a hold: lock.Held and multilock.Held.
 type held interface {
 	Context() context.Context
+	Owner() uint64
 	Fence() uint64
 	Unlock(ctx context.Context) error
 }

@@ -44,28 +44,17 @@ type eventSink struct {
 	cur atomic.Pointer[events]
 
 	mu sync.Mutex
-	// ok is, per worker and master, when the master last confirmed a
-	// lease: an acquire's reply or the start of a tick that renewed. A
-	// worker holds one lock at a time, so it is that lock's.
-	ok map[[2]int]time.Time
-}
-
-func (s *eventSink) confirmed(worker, m int, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ok == nil {
-		s.ok = map[[2]int]time.Time{}
-	}
-	s.ok[[2]int{worker, m}] = at
-}
-
-// leaseEnd is when the lease confirmed last on worker's master m must
-// have run out (later than in truth: the confirmation was sent before).
-func (s *eventSink) leaseEnd(worker, m int) (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.ok[[2]int{worker, m}]
-	return t.Add(watchdogLease), ok
+	// holding is each worker's current hold's owner, 0 when it holds
+	// nothing or is releasing: only its losses show how fast the watchdog
+	// reports one (a release in flight keeps the watchdog from judging).
+	holding [nWorkers]uint64
+	// ok is, per worker, master and owner, when the master last confirmed
+	// a lease: an acquire's reply, or the start of a tick that renewed
+	// the worker's current hold.
+	ok map[[3]uint64]time.Time
+	// unlocked is when a release of that hold last returned: while one
+	// is in flight the watchdog does not judge the hold.
+	unlocked map[[3]uint64]time.Time
 }
 
 func (s *eventSink) add(worker int, format string, args ...any) {
@@ -74,15 +63,73 @@ func (s *eventSink) add(worker int, format string, args ...any) {
 	}
 }
 
+// held records that worker holds (owner != 0) or no longer does.
+func (s *eventSink) held(worker int, owner uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding[worker] = owner
+}
+
+func (s *eventSink) confirmed(worker, m int, owner uint64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if owner == 0 {
+		owner = s.holding[worker]
+	}
+	if s.ok == nil {
+		s.ok = map[[3]uint64]time.Time{}
+	}
+	s.ok[[3]uint64{uint64(worker), uint64(m), owner}] = at
+}
+
+func (s *eventSink) releaseReturned(worker, m int, owner uint64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unlocked == nil {
+		s.unlocked = map[[3]uint64]time.Time{}
+	}
+	s.unlocked[[3]uint64{uint64(worker), uint64(m), owner}] = at
+}
+
+// judgeable is when the watchdog could know that the lease of the
+// worker's current hold, owned by owner, had run out on master m: its
+// last confirmation (sent a little before) plus the lease, or the return
+// of a release in flight then. ok is false when owner is not the worker's
+// current hold.
+func (s *eventSink) judgeable(worker, m int, owner uint64) (at time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if owner == 0 || s.holding[worker] != owner {
+		return time.Time{}, false
+	}
+	k := [3]uint64{uint64(worker), uint64(m), owner}
+	t, ok := s.ok[k]
+	return later(t.Add(watchdogLease), s.unlocked[k]), ok
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// reset forgets the confirmations of the last round.
+func (s *eventSink) reset(e *events) {
+	s.mu.Lock()
+	s.ok, s.unlocked = nil, nil
+	s.holding = [nWorkers]uint64{}
+	s.mu.Unlock()
+	s.cur.Store(e)
+}
+
 type ownerKey struct{}
 
 // observer logs one worker's lock events on master m.
 func (s *eventSink) observer(worker, m int) *lock.Observer {
-	owner := func(ctx context.Context) any {
-		if o, ok := ctx.Value(ownerKey{}).(uint64); ok {
-			return o
-		}
-		return "?"
+	owner := func(ctx context.Context) uint64 {
+		o, _ := ctx.Value(ownerKey{}).(uint64)
+		return o
 	}
 	return &lock.Observer{
 		AcquireStart: func(ctx context.Context, e lock.AcquireStart) context.Context {
@@ -90,18 +137,19 @@ func (s *eventSink) observer(worker, m int) *lock.Observer {
 		},
 		AcquireEnd: func(ctx context.Context, e lock.AcquireEnd) {
 			if e.Acquired {
-				s.confirmed(worker, m, time.Now())
+				s.confirmed(worker, m, owner(ctx), time.Now())
 				s.add(worker, "m%d acquire owner %v: granted, reentrant %v, fence %d, %d attempts, %v", m, owner(ctx), e.Reentrant, e.Fence, e.Attempts, e.Duration.Round(time.Millisecond))
 			} else {
 				s.add(worker, "m%d acquire owner %v: %v after %v", m, owner(ctx), short(e.Err), e.Duration.Round(time.Millisecond))
 			}
 		},
 		Release: func(_ context.Context, e lock.Release) {
+			s.releaseReturned(worker, m, e.Owner, time.Now())
 			s.add(worker, "m%d release owner %d: freed %v, %v: %v", m, e.Owner, e.Released, e.Duration.Round(time.Millisecond), short(e.Err))
 		},
 		Loss: func(_ context.Context, e lock.Loss) {
 			late := ""
-			if end, ok := s.leaseEnd(worker, m); ok && e.Err != nil && strings.HasPrefix(e.Err.Reason, "lease ran out") {
+			if end, ok := s.judgeable(worker, m, e.Owner); ok && e.Err != nil && strings.HasPrefix(e.Err.Reason, "lease ran out") {
 				d := time.Since(end)
 				late = fmt.Sprintf(" (%v after the lease ran out)", d.Round(time.Millisecond))
 				if cur := s.cur.Load(); cur != nil {
@@ -114,7 +162,7 @@ func (s *eventSink) observer(worker, m int) *lock.Observer {
 		},
 		Renew: func(e lock.Renew) {
 			if e.Renewed > 0 {
-				s.confirmed(worker, m, time.Now().Add(-e.Duration))
+				s.confirmed(worker, m, 0, time.Now().Add(-e.Duration))
 			}
 			if e.Lost > 0 || e.Failed > 0 {
 				s.add(worker, "m%d renew: renewed %d, failed %d, lost %d: %v", m, e.Renewed, e.Failed, e.Lost, short(e.Err))

@@ -62,8 +62,8 @@ func (c *caseRun) round(t *testing.T, seed uint64) (roundResult, error) {
 		hist:    newHistory(),
 	}
 	r.events = &events{hist: r.hist}
-	c.sink.cur.Store(r.events)
-	defer c.sink.cur.Store(nil)
+	c.sink.reset(r.events)
+	defer c.sink.reset(nil)
 	ctx, cancel := context.WithTimeout(t.Context(), roundTimeout)
 	defer cancel()
 	wctx, stop := context.WithCancel(ctx)

@@ -51,6 +51,7 @@ func (w *worker) run(ctx context.Context, r *round) {
 			continue
 		}
 		x := r.hist.acquired(w.id, call, h)
+		w.sink.held(w.id, h.Owner())
 		r.res.write(r.hist, x, h.Context(), false)
 		if pr != nil {
 			w.pausePastLease(r, x, h, pr)
@@ -63,6 +64,7 @@ func (w *worker) run(ctx context.Context, r *round) {
 			r.res.write(r.hist, x, h.Context(), false)
 		}
 		r.hist.checkLoss(x, h.Context())
+		w.sink.held(w.id, 0)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 		ucall := r.hist.now()
 		err = h.Unlock(uctx)
