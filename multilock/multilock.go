@@ -127,9 +127,12 @@ func (l *Lock) acquire(ctx context.Context, blocking bool, opts []Option) (*Held
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := lock.OwnerFrom(ctx); !ok {
-		ctx = lock.WithOwner(ctx) // the same owner on every master
-	}
+	// A call that does not re-enter takes a fresh owner for every round
+	// (the same owner on every master of that round): a release of an
+	// earlier round's grant that is still in flight on a slow master must
+	// not land on a later round's grant there as if it were the same hold.
+	_, reenter := lock.OwnerFrom(ctx)
+	base := ctx
 	c := newCall(l, o)
 	var deadline time.Time
 	if !blocking {
@@ -141,6 +144,9 @@ func (l *Lock) acquire(ctx context.Context, blocking bool, opts []Option) (*Held
 	)
 	defer func() { ws.close() }()
 	for attempt := 1; ; attempt++ {
+		if !reenter {
+			ctx = lock.WithOwner(base)
+		}
 		h, out := c.round(ctx, attempt)
 		if h != nil {
 			return h, nil

@@ -210,16 +210,37 @@ func (r *Registry) Run(ctx context.Context) {
 		case <-t.C:
 		case <-r.nudge:
 		}
-		if !time.Now().Before(next) {
+		now := time.Now()
+		failing := r.failingDeadline()
+		if !now.Before(next) || (!failing.IsZero() && !now.Before(failing)) {
 			r.Tick(ctx)
 			next = time.Now().Add(r.cfg.Interval)
+			failing = r.failingDeadline()
 		}
 		wake := next
 		if lease := r.expireLeases(time.Now()); !lease.IsZero() && lease.Before(wake) {
 			wake = lease
 		}
+		// A lock whose renewals fail is judged again when its lease must
+		// have run out, not at the next tick: its loss is reported then.
+		if !failing.IsZero() && failing.Before(wake) {
+			wake = failing
+		}
 		t.Reset(time.Until(wake))
 	}
+}
+
+// failingDeadline returns the earliest lease end among renewed entries
+// whose last renewal failed (zero if none).
+func (r *Registry) failingDeadline() (d time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.entries {
+		if e.renew && e.lastErr != nil && e.busy == 0 && (d.IsZero() || e.deadline.Before(d)) {
+			d = e.deadline
+		}
+	}
+	return d
 }
 
 // expireLeases declares lost the explicit leases that ended by now, and
