@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh Debian machine or a developer's:
 # installs Debian's redis-server (and faketime, for clock faults) when
 # missing, builds the local Redis image for the Docker backend when Docker
-# is there, then vets, checks formatting and runs every test with -race.
+# is there, then, in every module, checks formatting, vets and runs every
+# test with -race, and checks that the lock packages' module graph is lean.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -22,17 +23,29 @@ if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 && [ -x inte
   integration/docker/build-image.sh
 fi
 
-echo "test.sh: go vet"
-go vet ./...
+# Every module of the repository (see go.work): the core, the Docker
+# backend, tracing, the fault suite, the CLI and the benchmarks, each vetted
+# and tested in its own folder, with the workspace on.
+modules=$(git ls-files --cached --others --exclude-standard '*go.mod' 2>/dev/null || find . -name go.mod -not -path './.git/*')
+modules=$(echo "$modules" | xargs -n1 dirname | sort)
+
 echo "test.sh: gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt needed: $unformatted"
   exit 1
 fi
-echo "test.sh: go test -race ./..."
-go test -race -count=1 -timeout 40m ./...
+for m in $modules; do
+  echo "test.sh: go vet ($m)"
+  (cd "$m" && go vet ./...)
+done
+echo "test.sh: lean module graph"
+.ci/lean-graph.sh
+for m in $modules; do
+  echo "test.sh: go test -race ($m)"
+  (cd "$m" && go test -race -count=1 -timeout 40m ./...)
+done
 if [ -f bench/go.mod ]; then
   echo "test.sh: bench -quick"
-  (cd bench && go run -mod=mod . -quick) # -mod=mod: bench/go.mod follows the main module through its replace
+  (cd bench && go run . -quick)
 fi

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlock-go/rlock/integration/internal/backendkit"
 )
 
 // clusterSlots is the number of hash slots of a Redis Cluster.
@@ -53,7 +55,7 @@ func StartCluster(ctx context.Context, masters int, opts Options) (*Cluster, err
 	for range masters {
 		// The cluster bus port defaults to port+10000, which may be past
 		// 65535 for an ephemeral port: take a free one of its own.
-		bus, err := freePort()
+		bus, err := backendkit.FreePort()
 		if err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
@@ -207,7 +209,7 @@ func command(ctx context.Context, addr, password string, args ...string) (string
 	defer stop()
 	r := bufio.NewReader(conn)
 	if password != "" {
-		if err := roundTrip(conn, r, "+OK", "AUTH", password); err != nil {
+		if err := backendkit.RoundTrip(conn, r, "+OK", "AUTH", password); err != nil {
 			return "", fmt.Errorf("rlock: integration: %s: %w", addr, err)
 		}
 	}

@@ -5,19 +5,27 @@
 // Each [Server] is a redis-server in its own temporary directory, fronted by
 // a loopback TCP proxy that the Server owns. Two backends run it:
 //
-//   - [BackendProcess]: redis-server from PATH as a child process, bound to
-//     127.0.0.1. Kill is SIGKILL, Pause is SIGSTOP, Resume SIGCONT.
+//   - [BackendProcess], built in: redis-server from PATH as a child
+//     process, bound to 127.0.0.1. Kill is SIGKILL, Pause is SIGSTOP,
+//     Resume SIGCONT.
 //   - [BackendDocker]: a container of a local image built from the host's
-//     redis-server and its libraries (docker/build-image.sh; the backend
-//     builds it itself when missing, and never pulls), through
-//     testcontainers-go, its port published on 127.0.0.1 only. Kill is
-//     docker kill (SIGKILL), Pause and Resume freeze and thaw the container,
-//     the data directory is a bind mount of the host's temporary directory.
+//     redis-server, through testcontainers-go. Its [Driver] lives in the
+//     module github.com/rlock-go/rlock/integration/docker, so that
+//     testcontainers-go stays out of this module's graph; importing that
+//     package registers it (see [Register]), and [Backends] then lists it.
 //
 // On both, Partition is done by the proxy, Restart reuses the same ports, and
 // ClockRate runs the server under libfaketime. Clients under test connect to [Server.Addr] (the proxy) so that
 // [Server.Partition] can cut them off; administrative code and benchmarks may
 // use [Server.DirectAddr], which no fault except Kill and Pause affects.
+//
+// The proxy also reads the RESP it forwards, pairs each reply with its
+// command, and applies the rules given to [Server.Inject]: drop one command
+// or one reply, delay it, or reset the connection, chosen by what the
+// command is ([Command], [CommandMatcher.WithArg], [MatchFunc]), for the
+// next Times matching commands on any connection. A [Fault] reports its
+// hits and can be waited for. Push frames and RESP2 subscribed connections
+// are never paired; see [Action].
 //
 // [StartCluster] (and [RedisCluster] for tests) runs a Redis Cluster of
 // masters on the process backend: slots split evenly, nodes joined with
@@ -42,10 +50,15 @@
 // temporary directories behind until the next binary using this package on
 // the same machine starts its first server and removes them.
 //
-// The package imports no other package of this module, so every package of
-// the module may use it in its tests.
+// [TestBackend] runs the package's own tests of a backend; the Docker
+// module calls it for Docker.
 //
-// What the package does not do: it does not emulate latency or packet loss,
+// The package imports no package of this module but internal ones, so
+// every package of the module may use it in its tests. It needs nothing
+// beyond the standard library and rueidis.
+//
+// What the package does not do: it does not emulate random latency or packet
+// loss (only the targeted faults of [Server.Inject]),
 // it does not run Sentinel or cluster replicas, and every wait is bounded (by the
 // caller's context or, when that has no deadline, by a default of
 // [DefaultTimeout]) rather than retried forever.

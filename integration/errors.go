@@ -2,8 +2,9 @@ package integration
 
 import (
 	"errors"
-	"fmt"
 	"strings"
+
+	"github.com/rlock-go/rlock/integration/internal/backendkit"
 )
 
 var (
@@ -12,7 +13,7 @@ var (
 	// PATH, Docker is not reachable, or libfaketime is missing for a
 	// ClockRate. Redis and Masters skip the test on it unless RLOCK_REQUIRE
 	// names the backend.
-	ErrBackendUnavailable = errors.New("rlock: integration backend unavailable")
+	ErrBackendUnavailable = backendkit.ErrUnavailable
 
 	// ErrNotRunning is returned by Kill, Pause and Resume when the server
 	// is not running, that is after Kill and before Restart.
@@ -26,29 +27,22 @@ var (
 	// and by StartRedis when a ClockRate is asked of such a backend.
 	ErrNoClock = errors.New("rlock: redis server has no fake clock")
 
-	// ErrNoProxy is returned by Partition and Heal on a Cluster's nodes:
+	// ErrNoProxy is returned by Partition, Heal and Inject on a Cluster's nodes:
 	// cluster clients connect to the ports the nodes advertise, so no
 	// proxy stands in front of them.
 	ErrNoProxy = errors.New("rlock: redis server has no proxy")
+
+	// ErrFaultRemoved is returned by Fault.Wait when the fault was removed
+	// before it had acted its Times times.
+	ErrFaultRemoved = errors.New("rlock: integration fault removed before it acted")
 )
 
-// unavailableError says why one backend cannot run. It matches
-// ErrBackendUnavailable with errors.Is and names the backend so that Redis
-// can compare it with RLOCK_REQUIRE.
-type unavailableError struct {
-	backend Backend
-	reason  error
-}
-
+// unavailable says why backend b cannot run: an error that matches
+// ErrBackendUnavailable and names b, so that Redis can compare it with
+// RLOCK_REQUIRE.
 func unavailable(b Backend, format string, args ...any) error {
-	return &unavailableError{backend: b, reason: fmt.Errorf(format, args...)}
+	return backendkit.Unavailable(string(b), format, args...)
 }
-
-func (e *unavailableError) Error() string {
-	return fmt.Sprintf("%v: %s: %v", ErrBackendUnavailable, e.backend, e.reason)
-}
-
-func (e *unavailableError) Unwrap() []error { return []error{ErrBackendUnavailable, e.reason} }
 
 // unavailableBackends lists every backend that err reports as unavailable.
 func unavailableBackends(err error) []Backend {
@@ -56,8 +50,8 @@ func unavailableBackends(err error) []Backend {
 	var walk func(error)
 	walk = func(err error) {
 		switch e := err.(type) {
-		case *unavailableError:
-			out = append(out, e.backend)
+		case *backendkit.UnavailableError:
+			out = append(out, Backend(e.Backend))
 		case interface{ Unwrap() []error }:
 			for _, inner := range e.Unwrap() {
 				walk(inner)

@@ -1,60 +1,25 @@
 package integration
 
 import (
-	"context"
+	"errors"
 	"testing"
-	"time"
 
-	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
+	"github.com/rlock-go/rlock/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, IgnoreRueidis...)
+	leakcheck.VerifyTestMain(m, leakcheck.IgnoreAnyFunction(IgnoreRueidis...))
 }
 
-// newClient connects a rueidis client to addr and closes it in cleanup.
-func newClient(t *testing.T, addr, password string) rueidis.Client {
-	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:  []string{addr},
-		Password:     password,
-		DisableCache: true,
-		DisableRetry: true,
-		Dialer:       netDialer(),
-	})
-	if err != nil {
-		t.Fatalf("connect %s: %v", addr, err)
+// TestProcessBackend runs the backend tests on the process backend; the
+// Docker backend's module runs them on Docker.
+func TestProcessBackend(t *testing.T) { TestBackend(t, BackendProcess) }
+
+func TestDockerNeedsItsPackage(t *testing.T) {
+	if got := Backends(); len(got) != 1 || got[0] != BackendProcess {
+		t.Fatalf("Backends() = %v without any driver registered, want [process]", got)
 	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-// testCtx is bounded so that a hung server fails the test instead of the
-// whole binary.
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// shortCtx is for checks that expect no answer.
-func shortCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// forEachBackend runs f as a subtest per backend; each one skips when its
-// backend is unavailable, unless RLOCK_REQUIRE names it.
-func forEachBackend(t *testing.T, opts Options, f func(t *testing.T, s *Server)) {
-	for _, b := range Backends() {
-		t.Run(string(b), func(t *testing.T) {
-			o := opts
-			o.Backend = b
-			f(t, Redis(t, o))
-		})
+	if _, err := StartRedis(t.Context(), Options{Backend: BackendDocker}); err == nil || errors.Is(err, ErrBackendUnavailable) {
+		t.Fatalf("StartRedis on an unregistered Docker backend: %v, want an error that is not a skip", err)
 	}
 }

@@ -13,18 +13,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rlock-go/rlock/integration/internal/backendkit"
 )
 
-// redisServerBin is the executable the process backend runs.
-const redisServerBin = "redis-server"
-
-// portAttempts bounds how often a first start retries on a fresh port when
-// another process took the chosen one in the meantime.
-const portAttempts = 5
-
 func processAvailable() error {
-	if _, err := exec.LookPath(redisServerBin); err != nil {
-		return unavailable(BackendProcess, "%s not on PATH: %w", redisServerBin, err)
+	if _, err := exec.LookPath(backendkit.RedisServerBin); err != nil {
+		return unavailable(BackendProcess, "%s not on PATH: %w", backendkit.RedisServerBin, err)
 	}
 	return nil
 }
@@ -38,7 +33,7 @@ type process struct {
 	data  string
 	log   string
 	port  int
-	clock *fakeClock // nil without ClockRate
+	clock *backendkit.Clock // nil without ClockRate
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait has returned
@@ -47,11 +42,11 @@ type process struct {
 
 // newProcess creates the directory and starts the server on a free port.
 func newProcess(ctx context.Context, opts Options) (*process, error) {
-	bin, err := exec.LookPath(redisServerBin)
+	bin, err := exec.LookPath(backendkit.RedisServerBin)
 	if err != nil {
-		return nil, unavailable(BackendProcess, "%s not on PATH: %w", redisServerBin, err)
+		return nil, unavailable(BackendProcess, "%s not on PATH: %w", backendkit.RedisServerBin, err)
 	}
-	root, err := makeRoot()
+	root, err := backendkit.MakeRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -66,19 +61,19 @@ func newProcess(ctx context.Context, opts Options) (*process, error) {
 		return nil, errors.Join(fmt.Errorf("rlock: integration: %w", err), os.RemoveAll(root))
 	}
 	if opts.ClockRate > 0 {
-		if p.clock, err = newFakeClock(root, opts.ClockRate, BackendProcess); err != nil {
+		if p.clock, err = backendkit.NewClock(root, opts.ClockRate, string(BackendProcess)); err != nil {
 			return nil, errors.Join(err, os.RemoveAll(root))
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		if p.port, err = freePort(); err != nil {
+		if p.port, err = backendkit.FreePort(); err != nil {
 			return nil, errors.Join(err, os.RemoveAll(root))
 		}
 		err = p.start(ctx)
 		if err == nil {
 			return p, nil
 		}
-		if !errors.Is(err, errPortTaken) || attempt == portAttempts {
+		if !errors.Is(err, errPortTaken) || attempt == backendkit.PortAttempts {
 			return nil, errors.Join(err, p.close(ctx))
 		}
 	}
@@ -86,17 +81,6 @@ func newProcess(ctx context.Context, opts Options) (*process, error) {
 
 // errPortTaken means redis-server could not bind its port.
 var errPortTaken = errors.New("port taken")
-
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before redis-server binds it; newProcess then retries.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("rlock: integration: find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
 
 func (p *process) directAddr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
@@ -133,7 +117,7 @@ func (p *process) env() []string {
 		env = append(env, kv)
 	}
 	if p.clock != nil {
-		env = append(env, p.clock.env()...)
+		env = append(env, p.clock.Env()...)
 	}
 	return env
 }
@@ -170,7 +154,7 @@ func (p *process) start(ctx context.Context) error {
 	// so it never outlives the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if p.clock != nil {
-		if err := p.clock.started(time.Now()); err != nil {
+		if err := p.clock.Started(time.Now()); err != nil {
 			return err
 		}
 	}
@@ -179,7 +163,7 @@ func (p *process) start(ctx context.Context) error {
 	}
 	if p.clock != nil {
 		// libfaketime takes S when the process starts; now is closer to it.
-		if err := p.clock.started(time.Now()); err != nil {
+		if err := p.clock.Started(time.Now()); err != nil {
 			return errors.Join(err, p.killCmd(ctx, cmd))
 		}
 	}
@@ -190,7 +174,7 @@ func (p *process) start(ctx context.Context) error {
 	}()
 	p.cmd, p.exited, p.paused = cmd, exited, false
 
-	if err := waitReady(ctx, p.directAddr(), p.opts.Password, exited); err != nil {
+	if err := backendkit.WaitReady(ctx, p.directAddr(), p.opts.Password, exited); err != nil {
 		log := p.logSince(logStart)
 		err = errors.Join(err, p.kill(ctx))
 		if bytes.Contains(log, []byte("Address already in use")) {
@@ -206,16 +190,16 @@ func (p *process) start(ctx context.Context) error {
 // takes a few milliseconds that a rate of 50 would turn into a jump of a
 // quarter of a second.
 func (p *process) calibrate(ctx context.Context) error {
-	if p.clock == nil || !p.clock.needsCalibration() || p.paused || !p.running() {
+	if p.clock == nil || !p.clock.NeedsCalibration() || p.paused || !p.running() {
 		return nil
 	}
 	before := time.Now()
-	fake, err := serverTime(ctx, p.directAddr(), p.opts.Password)
+	fake, err := backendkit.ServerTime(ctx, p.directAddr(), p.opts.Password)
 	if err != nil {
 		return err
 	}
 	after := time.Now()
-	return p.clock.calibrate(fake, before.Add(after.Sub(before)/2))
+	return p.clock.Calibrate(fake, before.Add(after.Sub(before)/2))
 }
 
 // killCmd kills a process that has no wait goroutine yet.
@@ -327,7 +311,7 @@ func (p *process) setClockRate(ctx context.Context, rate float64) error {
 	if p.clock == nil {
 		return ErrNoClock
 	}
-	if err := p.clock.setRate(time.Now(), rate); err != nil {
+	if err := p.clock.SetRate(time.Now(), rate); err != nil {
 		return err
 	}
 	return p.calibrate(ctx)

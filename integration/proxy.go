@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -29,12 +28,15 @@ type proxy struct {
 	links       map[*link]struct{} // forwarding connections
 	held        map[net.Conn]struct{}
 	wg          sync.WaitGroup
+
+	faults faultSet // rules applied to forwarded traffic
 }
 
 // link is one client connection forwarded to the server.
 type link struct {
 	client, server net.Conn
 	once           sync.Once
+	done           chan struct{} // closed by cut
 }
 
 // cut closes both sides; a reset tells the client at once.
@@ -45,6 +47,7 @@ func (l *link) cut() {
 		}
 		_ = l.client.Close()
 		_ = l.server.Close()
+		close(l.done)
 	})
 }
 
@@ -91,8 +94,8 @@ func (p *proxy) accept() {
 	}
 }
 
-// forward dials the server for client c and copies both ways until either
-// side closes or the link is cut.
+// forward dials the server for client c and forwards both ways, applying
+// the proxy's faults, until either side closes or the link is cut.
 func (p *proxy) forward(c net.Conn) {
 	ctx, cancel := context.WithTimeout(p.ctx, proxyDialTimeout)
 	var d net.Dialer
@@ -106,7 +109,7 @@ func (p *proxy) forward(c net.Conn) {
 		_ = c.Close()
 		return
 	}
-	l := &link{client: c, server: s}
+	l := &link{client: c, server: s, done: make(chan struct{})}
 	p.mu.Lock()
 	switch {
 	case p.closed:
@@ -124,14 +127,7 @@ func (p *proxy) forward(c net.Conn) {
 	p.links[l] = struct{}{}
 	p.mu.Unlock()
 
-	var copies sync.WaitGroup
-	copies.Go(func() {
-		_, _ = io.Copy(s, c)
-		l.cut()
-	})
-	_, _ = io.Copy(c, s)
-	l.cut()
-	copies.Wait()
+	p.pipe(l)
 
 	p.mu.Lock()
 	delete(p.links, l)
@@ -172,6 +168,7 @@ func (p *proxy) close() error {
 		return nil
 	}
 	p.closed = true
+	p.faults.close()
 	p.cancel()
 	err := p.ln.Close()
 	for l := range p.links {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/rlock-go/rlock/integration/internal/backendkit"
 )
 
 // DefaultTimeout bounds every wait of this package whose context has no
@@ -18,7 +20,10 @@ type Backend string
 const (
 	// BackendProcess runs redis-server from PATH as a child process.
 	BackendProcess Backend = "process"
-	// BackendDocker runs redis-server in a local Docker container.
+	// BackendDocker runs redis-server in a local Docker container. Its
+	// driver lives in the module github.com/rlock-go/rlock/integration/docker,
+	// so that testcontainers-go stays out of this module's graph: import
+	// that package (for its side effect) to use it.
 	BackendDocker Backend = "docker"
 )
 
@@ -26,7 +31,8 @@ const (
 // persistence, without a password, on the backend chosen automatically.
 type Options struct {
 	// Backend is where the server runs. "" picks BackendProcess when
-	// redis-server is on PATH and BackendDocker otherwise.
+	// redis-server is on PATH and otherwise the first registered backend
+	// that can run (BackendDocker once its package is imported).
 	Backend Backend
 
 	// Persist turns on the append-only file with appendfsync always, so that
@@ -111,13 +117,12 @@ func startServer(ctx context.Context, opts Options, withProxy bool) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	reapDirs()
+	backendkit.ReapDirs()
 	var b backend
-	switch kind {
-	case BackendProcess:
+	if kind == BackendProcess {
 		b, err = newProcess(ctx, opts)
-	case BackendDocker:
-		b, err = newDocker(ctx, opts)
+	} else {
+		b, err = startRegistered(ctx, kind, opts)
 	}
 	if err != nil {
 		return nil, err
@@ -153,25 +158,28 @@ func StartMasters(ctx context.Context, n int, opts Options) ([]*Server, error) {
 	return servers, nil
 }
 
-// chooseBackend resolves "" and checks that the backend can run here.
+// chooseBackend resolves "" and checks that the backend can run here: ""
+// is BackendProcess when redis-server is on PATH, else the first
+// registered backend that is available.
 func chooseBackend(want Backend) (Backend, error) {
 	switch want {
 	case BackendProcess:
 		return BackendProcess, processAvailable()
-	case BackendDocker:
-		return BackendDocker, dockerAvailable()
 	case "":
-		perr := processAvailable()
-		if perr == nil {
+		errs := []error{processAvailable()}
+		if errs[0] == nil {
 			return BackendProcess, nil
 		}
-		derr := dockerAvailable()
-		if derr == nil {
-			return BackendDocker, nil
+		for _, b := range registered() {
+			err := availableRegistered(b)
+			if err == nil {
+				return b, nil
+			}
+			errs = append(errs, err)
 		}
-		return "", errors.Join(perr, derr)
+		return "", errors.Join(errs...)
 	default:
-		return "", fmt.Errorf("rlock: integration: unknown backend %q", want)
+		return want, availableRegistered(want)
 	}
 }
 
@@ -208,7 +216,7 @@ func (s *Server) Ping(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	return ping(ctx, s.DirectAddr(), s.opts.Password)
+	return backendkit.Ping(ctx, s.DirectAddr(), s.opts.Password)
 }
 
 // Kill kills the server with SIGKILL (docker kill on the Docker backend) and

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -74,7 +73,7 @@ func Required(b Backend) bool {
 	return false
 }
 
-// Backends lists every backend, for tables of subtests.
-func Backends() []Backend { return slices.Clone(allBackends) }
-
-var allBackends = []Backend{BackendProcess, BackendDocker}
+// Backends lists the backends this test binary can use, for tables of
+// subtests: BackendProcess, then those registered (BackendDocker when
+// package github.com/rlock-go/rlock/integration/docker is imported).
+func Backends() []Backend { return append([]Backend{BackendProcess}, registered()...) }

@@ -8,15 +8,18 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock/internal/leakcheck"
 )
 
 // Main runs a package's tests around n servers shared by all of them:
 // call it from TestMain. It starts the servers with opts (exiting with an
 // error when it cannot: the tests need them), hands them to use, runs the
 // tests, closes the servers and then fails the run if goroutines leaked
-// (goleak). It does not return.
+// (the goroutines running before the tests and those of IgnoreRueidis
+// excepted). It does not return.
 func Main(m *testing.M, n int, opts Options, use func([]*Server)) {
+	before := leakcheck.IgnoreCurrent()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*DefaultTimeout)
 	servers, err := StartMasters(ctx, n, opts)
 	cancel()
@@ -33,21 +36,23 @@ func Main(m *testing.M, n int, opts Options, use func([]*Server)) {
 		}
 	}
 	if code == 0 {
-		if err := goleak.Find(IgnoreRueidis...); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
+		if err := leakcheck.Find(before, leakcheck.IgnoreAnyFunction(IgnoreRueidis...)); err != nil {
+			fmt.Fprintln(os.Stderr, "leakcheck:", err)
 			code = 1
 		}
 	}
 	os.Exit(code)
 }
 
-// IgnoreRueidis are goleak options for goroutines that rueidis starts on
-// its own and that end by themselves: a cluster client that replaced
-// connections during a topology refresh (several seed addresses dialled
-// at once do that) closes the old ones after sleeping 5s, even after the
-// client's Close. Everything else of an unclosed client is still found.
-var IgnoreRueidis = []goleak.Option{
-	goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+// IgnoreRueidis names the functions of goroutines that rueidis starts on
+// its own and that end by themselves, for a leak check to ignore (with
+// goleak: goleak.IgnoreAnyFunction of each): a cluster client that
+// replaced connections during a topology refresh (several seed addresses
+// dialled at once do that) closes the old ones after sleeping 5s, even
+// after the client's Close. Everything else of an unclosed client is still
+// found.
+var IgnoreRueidis = []string{
+	"github.com/redis/rueidis.(*clusterClient)._refresh.func2",
 }
 
 // NewClient returns a plain rueidis client on addr (usually a Server's

@@ -2,7 +2,6 @@ package tracing
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -23,6 +22,7 @@ type acquireCtx struct {
 	span            trace.Span
 	parent          trace.SpanContext // the caller's span: the hold span's parent
 	owner           uint64
+	wait            trace.Span // the rlock.wait span of the sleep in progress, if any
 }
 
 func (c *acquireCtx) Value(k any) any {
@@ -86,6 +86,7 @@ func (o *observer) acquireEnd(ctx context.Context, e lock.AcquireEnd) {
 		return
 	}
 	now := time.Now()
+	a.endWait()
 	span := a.span
 	acquired := 0
 	if e.Acquired {
@@ -104,7 +105,7 @@ func (o *observer) acquireEnd(ctx context.Context, e lock.AcquireEnd) {
 	}
 	if e.Err != nil {
 		attrs = append(attrs, keyErrorType.String(errorType(e.Err)))
-		if !errors.Is(e.Err, lock.ErrNotAcquired) {
+		if !contention(e.Err) {
 			// Contention is an expected outcome; everything else is an
 			// exception worth its stack of causes.
 			span.RecordError(e.Err)
@@ -118,17 +119,39 @@ func (o *observer) acquireEnd(ctx context.Context, e lock.AcquireEnd) {
 	}
 }
 
-// waiting adds a wait event to the acquire span.
+// waiting adds a wait event to the acquire span and starts a rlock.wait
+// span, its child, which the wake-up (or the acquire's end) ends: each
+// sleep of a wait shows in a trace as a span of its own.
 func (o *observer) waiting(ctx context.Context, e lock.Waiting) {
 	a := acquireState(ctx)
 	if a == nil {
 		return
 	}
+	var attrs []attribute.KeyValue
 	if e.TTL >= 0 {
-		a.span.AddEvent("rlock.wait", trace.WithAttributes(keyTTL.Float64(e.TTL.Seconds())))
-	} else {
-		a.span.AddEvent("rlock.wait")
+		attrs = append(attrs, keyTTL.Float64(e.TTL.Seconds()))
 	}
+	if e.Err != nil {
+		attrs = append(attrs, keyErrorType.String(errorType(e.Err)))
+	}
+	a.span.AddEvent("rlock.wait", trace.WithAttributes(attrs...))
+	if a.wait != nil {
+		a.wait.End()
+	}
+	_, a.wait = o.tracer.Start(a.Context, SpanWait, kindInternal, trace.WithAttributes(attrs...))
+	if e.Err != nil {
+		a.wait.SetStatus(codes.Error, e.Err.Error())
+	}
+}
+
+// endWait ends the wait span in progress, if any.
+func (a *acquireCtx) endWait(attrs ...attribute.KeyValue) {
+	if a.wait == nil {
+		return
+	}
+	a.wait.SetAttributes(attrs...)
+	a.wait.End()
+	a.wait = nil
 }
 
 // wakeUp counts the wake-up and adds an event to the acquire span.
@@ -142,4 +165,5 @@ func (o *observer) wakeUp(ctx context.Context, e lock.WakeUp) {
 		keyReason.String(string(e.Reason)),
 		keySlept.Float64(e.Slept.Seconds()),
 	))
+	a.endWait(keyReason.String(string(e.Reason)))
 }

@@ -206,6 +206,17 @@ func TestAcquireAfterWaiting(t *testing.T) {
 		if ev, ok := hasEvent(s, "rlock.wake_up"); !ok || eventAttr(ev, "rlock.reason") != "message" {
 			t.Errorf("rlock.wake_up event %+v", ev)
 		}
+		// The sleep is a span of its own, the acquire's child.
+		waits := 0
+		for _, w := range e.ended(tracing.SpanWait) {
+			if w.Parent().SpanID() == s.SpanContext().SpanID() {
+				waits++
+				wantAttrs(t, w, map[string]any{"rlock.reason": "message"})
+			}
+		}
+		if waits != 1 {
+			t.Errorf("%d rlock.wait spans under b's acquire, want 1", waits)
+		}
 	}
 	holds := e.ended(tracing.SpanHold)
 	if len(holds) != 2 {

@@ -88,7 +88,7 @@ func (o *observer) recordAcquire(ctx context.Context, m *master, e lock.AcquireE
 	i := 0 // acquired
 	if e.Err != nil {
 		i = 2
-		if errors.Is(e.Err, lock.ErrNotAcquired) {
+		if contention(e.Err) {
 			i = 1
 		}
 	}
@@ -150,11 +150,17 @@ func (o *observer) recordWake(ctx context.Context, m *master, r lock.WakeReason)
 	o.wakeups.Add(ctx, 1, metric.WithAttributes(m.attr, keyReason.String(string(r))))
 }
 
+// contention reports whether err is an acquisition that ended for want of
+// the lock, not for want of Redis.
+func contention(err error) bool {
+	return errors.Is(err, lock.ErrNotAcquired) && !errors.Is(err, lock.ErrUnavailable)
+}
+
 // errorType classifies err for the error.type attribute of spans.
 func errorType(err error) string {
 	var me *lock.MasterError
 	switch {
-	case errors.Is(err, lock.ErrNotAcquired):
+	case contention(err):
 		return "not_acquired"
 	case errors.Is(err, lock.ErrLockLost):
 		return "lock_lost"

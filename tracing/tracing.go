@@ -25,6 +25,9 @@ const (
 	SpanHold    = "rlock.hold"
 	SpanRelease = "rlock.release"
 	SpanRenew   = "rlock.renew"
+	// SpanWait is one sleep of a waiting acquire, a child of its
+	// rlock.acquire span: from going to sleep to the wake-up.
+	SpanWait = "rlock.wait"
 )
 
 // Attribute keys, on spans and (the three marked) on metrics.

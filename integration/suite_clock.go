@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-)
 
-func TestFastClockExpiresKeysEarly(t *testing.T) {
-	forEachBackend(t, Options{ClockRate: 10}, testFastClock)
-}
+	"github.com/rlock-go/rlock/integration/internal/backendkit"
+)
 
 func testFastClock(t *testing.T, s *Server) {
 	ctx := testCtx(t)
@@ -30,21 +28,17 @@ func testFastClock(t *testing.T, s *Server) {
 	t.Logf("key with a %v TTL expired after %v of real time", ttl, time.Since(start))
 }
 
-func TestSetClockRate(t *testing.T) {
-	forEachBackend(t, Options{ClockRate: 1}, testSetClockRate)
-}
-
 func testSetClockRate(t *testing.T, s *Server) {
 	ctx := testCtx(t)
 	c := newClient(t, s.DirectAddr(), "")
-	before, err := serverTime(ctx, s.DirectAddr(), "")
+	before, err := backendkit.ServerTime(ctx, s.DirectAddr(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetClockRate(ctx, 50); err != nil {
 		t.Fatalf("SetClockRate: %v", err)
 	}
-	after, err := serverTime(ctx, s.DirectAddr(), "")
+	after, err := backendkit.ServerTime(ctx, s.DirectAddr(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,13 +55,13 @@ func testSetClockRate(t *testing.T, s *Server) {
 		t.Fatalf("key with a %v TTL still there after %v of real time at clock rate 50", ttl, time.Since(start))
 	}
 	// The clock also runs on across a restart, at the new rate.
-	if before, err = serverTime(ctx, s.DirectAddr(), ""); err != nil {
+	if before, err = backendkit.ServerTime(ctx, s.DirectAddr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Restart(ctx, RestartOptions{}); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
-	if after, err = serverTime(ctx, s.DirectAddr(), ""); err != nil {
+	if after, err = backendkit.ServerTime(ctx, s.DirectAddr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if after.Before(before) {
@@ -75,12 +69,10 @@ func testSetClockRate(t *testing.T, s *Server) {
 	}
 }
 
-func TestSetClockRateWithoutClock(t *testing.T) {
-	forEachBackend(t, Options{}, func(t *testing.T, s *Server) {
-		if err := s.SetClockRate(testCtx(t), 2); !errors.Is(err, ErrNoClock) {
-			t.Fatalf("SetClockRate without ClockRate: %v, want ErrNoClock", err)
-		}
-	})
+func testSetClockRateWithoutClock(t *testing.T, s *Server) {
+	if err := s.SetClockRate(testCtx(t), 2); !errors.Is(err, ErrNoClock) {
+		t.Fatalf("SetClockRate without ClockRate: %v, want ErrNoClock", err)
+	}
 }
 
 // waitGone polls EXISTS until key is gone or within has passed in real time.

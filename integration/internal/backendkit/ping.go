@@ -1,4 +1,4 @@
-package integration
+package backendkit
 
 import (
 	"bufio"
@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// ping dials addr, authenticates when password is set, sends PING and waits
+// Ping dials addr, authenticates when password is set, sends PING and waits
 // for PONG, all within ctx. It speaks RESP by hand so that waiting for a
 // server starts no client goroutines.
-func ping(ctx context.Context, addr, password string) error {
+func Ping(ctx context.Context, addr, password string) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -30,18 +30,18 @@ func ping(ctx context.Context, addr, password string) error {
 
 	r := bufio.NewReader(c)
 	if password != "" {
-		if err := roundTrip(c, r, "+OK", "AUTH", password); err != nil {
+		if err := RoundTrip(c, r, "+OK", "AUTH", password); err != nil {
 			return fmt.Errorf("rlock: integration: ping %s: %w", addr, err)
 		}
 	}
-	if err := roundTrip(c, r, "+PONG", "PING"); err != nil {
+	if err := RoundTrip(c, r, "+PONG", "PING"); err != nil {
 		return fmt.Errorf("rlock: integration: ping %s: %w", addr, err)
 	}
 	return nil
 }
 
-// serverTime reads the server's clock with TIME.
-func serverTime(ctx context.Context, addr, password string) (time.Time, error) {
+// ServerTime reads the server's clock with TIME.
+func ServerTime(ctx context.Context, addr, password string) (time.Time, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -55,7 +55,7 @@ func serverTime(ctx context.Context, addr, password string) (time.Time, error) {
 	defer stop()
 	r := bufio.NewReader(c)
 	if password != "" {
-		if err := roundTrip(c, r, "+OK", "AUTH", password); err != nil {
+		if err := RoundTrip(c, r, "+OK", "AUTH", password); err != nil {
 			return time.Time{}, fmt.Errorf("rlock: integration: time %s: %w", addr, err)
 		}
 	}
@@ -80,8 +80,8 @@ func serverTime(ctx context.Context, addr, password string) (time.Time, error) {
 	return time.Unix(fields[0], fields[1]*1000), nil
 }
 
-// roundTrip sends one command and checks its one-line reply.
-func roundTrip(c net.Conn, r *bufio.Reader, want string, args ...string) error {
+// RoundTrip sends one command and checks its one-line reply.
+func RoundTrip(c net.Conn, r *bufio.Reader, want string, args ...string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
@@ -100,16 +100,16 @@ func roundTrip(c net.Conn, r *bufio.Reader, want string, args ...string) error {
 	return nil
 }
 
-// waitReady pings addr until it answers, the process exits (exited is
+// WaitReady pings addr until it answers, the process exits (exited is
 // closed) or ctx ends. There is no readiness signal from redis-server other
 // than its answering, so this polls, with a short fixed interval.
-func waitReady(ctx context.Context, addr, password string, exited <-chan struct{}) error {
+func WaitReady(ctx context.Context, addr, password string, exited <-chan struct{}) error {
 	const interval = 10 * time.Millisecond
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		attempt, cancel := context.WithTimeout(ctx, time.Second)
-		err := ping(attempt, addr, password)
+		err := Ping(attempt, addr, password)
 		cancel()
 		if err == nil {
 			return nil

@@ -1,4 +1,4 @@
-package integration
+package docker
 
 import (
 	"archive/tar"
@@ -18,11 +18,14 @@ import (
 	"sync"
 
 	"github.com/moby/moby/client"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/integration/internal/backendkit"
 )
 
 // The Docker backend runs a local image holding the host's redis-server and
 // the shared libraries ldd lists for it, FROM scratch: there may be no
-// registry to pull from. docker/build-image.sh builds the same image from a
+// registry to pull from. build-image.sh builds the same image from a
 // shell; this file builds it through the Docker API when it is missing, so
 // that go test works on a machine with Docker and redis-server only.
 
@@ -32,7 +35,7 @@ const imageRepo = "rlock-redis"
 
 // imageFiles are copied into the image when present, with their libraries,
 // for Options.ClockRate.
-var imageFiles = slices.Concat(libfaketimePaths, mallocDebugPaths)
+var imageFiles = slices.Concat(backendkit.LibfaketimePaths, backendkit.MallocDebugPaths)
 
 var (
 	imageMu    sync.Mutex
@@ -41,9 +44,9 @@ var (
 
 // imageTag is the tag for the host's redis-server.
 func imageTag(ctx context.Context) (string, error) {
-	bin, err := exec.LookPath(redisServerBin)
+	bin, err := exec.LookPath(backendkit.RedisServerBin)
 	if err != nil {
-		return "", unavailable(BackendDocker, "no image and no %s on PATH to build it from: %w", redisServerBin, err)
+		return "", integration.Unavailable(integration.BackendDocker, "no image and no %s on PATH to build it from: %w", backendkit.RedisServerBin, err)
 	}
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()
 	if err != nil {
@@ -91,9 +94,9 @@ ENTRYPOINT ["/usr/bin/redis-server"]
 // buildImage builds tag from a context made of the Dockerfile and a rootfs
 // of redis-server, the extra files and everything ldd lists for them.
 func buildImage(ctx context.Context, cli *client.Client, tag string) error {
-	bin, err := exec.LookPath(redisServerBin)
+	bin, err := exec.LookPath(backendkit.RedisServerBin)
 	if err != nil {
-		return unavailable(BackendDocker, "%s not on PATH: %w", redisServerBin, err)
+		return integration.Unavailable(integration.BackendDocker, "%s not on PATH: %w", backendkit.RedisServerBin, err)
 	}
 	files := map[string]string{"/usr/bin/redis-server": bin} // image path: host path
 	roots := []string{bin}
@@ -188,7 +191,7 @@ func tarBytes(tw *tar.Writer, name string, b []byte, mode int64) error {
 func lddLibs(ctx context.Context, bin string) ([]string, error) {
 	out, err := exec.CommandContext(ctx, "ldd", bin).Output()
 	if err != nil {
-		return nil, unavailable(BackendDocker, "ldd %s: %w", bin, err)
+		return nil, integration.Unavailable(integration.BackendDocker, "ldd %s: %w", bin, err)
 	}
 	var libs []string
 	sc := bufio.NewScanner(bytes.NewReader(out))

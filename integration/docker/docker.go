@@ -1,4 +1,4 @@
-package integration
+package docker
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/integration/internal/backendkit"
 )
 
 // The Docker backend runs the local image (see image.go) through
@@ -43,6 +46,21 @@ const (
 	labelOwner = "org.rlock.integration.owner"
 )
 
+func init() { integration.Register(integration.BackendDocker, driver{}) }
+
+// driver is the integration.Driver of BackendDocker.
+type driver struct{}
+
+func (driver) Available() error { return dockerInit() }
+
+func (driver) Start(ctx context.Context, opts integration.Options) (integration.Instance, error) {
+	d, err := newDocker(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
 var dockerInit = sync.OnceValue(func() error {
 	if _, ok := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !ok {
 		if err := os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true"); err != nil {
@@ -60,48 +78,44 @@ var dockerInit = sync.OnceValue(func() error {
 	return nil
 })
 
-// dockerAvailable reports whether a Docker daemon answers. The answer is
-// kept for the life of the process.
-func dockerAvailable() error { return dockerInit() }
-
 func newDockerClient(ctx context.Context) (*client.Client, error) {
 	tc, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return nil, unavailable(BackendDocker, "%w", err)
+		return nil, integration.Unavailable(integration.BackendDocker, "%w", err)
 	}
 	if _, err := tc.Ping(ctx, client.PingOptions{}); err != nil {
 		_ = tc.Close()
-		return nil, unavailable(BackendDocker, "%w", err)
+		return nil, integration.Unavailable(integration.BackendDocker, "%w", err)
 	}
 	return tc.Client, nil
 }
 
 // dockerServer is one container.
 type dockerServer struct {
-	opts   Options
+	opts   integration.Options
 	cli    *client.Client
 	ctr    *testcontainers.DockerContainer
 	root   string
 	data   string
 	port   int
-	clock  *fakeClock
+	clock  *backendkit.Clock
 	paused bool
 }
 
-func newDocker(ctx context.Context, opts Options) (*dockerServer, error) {
+func newDocker(ctx context.Context, opts integration.Options) (*dockerServer, error) {
 	cli, err := newDockerClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	d := &dockerServer{opts: opts, cli: cli}
 	fail := func(err error) (*dockerServer, error) {
-		return nil, errors.Join(err, d.close(ctx))
+		return nil, errors.Join(err, d.Close(ctx))
 	}
 	image, err := ensureImage(ctx, cli)
 	if err != nil {
 		return fail(err)
 	}
-	if d.root, err = makeRoot(); err != nil {
+	if d.root, err = backendkit.MakeRoot(); err != nil {
 		return fail(err)
 	}
 	d.data = filepath.Join(d.root, "data")
@@ -109,12 +123,12 @@ func newDocker(ctx context.Context, opts Options) (*dockerServer, error) {
 		return fail(fmt.Errorf("rlock: integration: %w", err))
 	}
 	if opts.ClockRate > 0 {
-		if d.clock, err = newFakeClock(d.root, opts.ClockRate, BackendDocker); err != nil {
+		if d.clock, err = backendkit.NewClock(d.root, opts.ClockRate, string(integration.BackendDocker)); err != nil {
 			return fail(err)
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		if d.port, err = freePort(); err != nil {
+		if d.port, err = backendkit.FreePort(); err != nil {
 			return fail(err)
 		}
 		err = d.create(ctx, image)
@@ -122,7 +136,7 @@ func newDocker(ctx context.Context, opts Options) (*dockerServer, error) {
 			break
 		}
 		if !strings.Contains(err.Error(), "already allocated") &&
-			!strings.Contains(err.Error(), "address already in use") || attempt == portAttempts {
+			!strings.Contains(err.Error(), "address already in use") || attempt == backendkit.PortAttempts {
 			return fail(err)
 		}
 	}
@@ -153,11 +167,11 @@ func (d *dockerServer) create(ctx context.Context, image string) error {
 	args = append(args, d.opts.Args...)
 	env := map[string]string{}
 	if d.clock != nil {
-		for _, kv := range d.clock.envAt(containerRoot + "/" + filepath.Base(d.clock.spec)) {
+		for _, kv := range d.clock.EnvAt(containerRoot + "/" + filepath.Base(d.clock.Spec())) {
 			k, v, _ := strings.Cut(kv, "=")
 			env[k] = v
 		}
-		if err := d.clock.started(time.Now()); err != nil {
+		if err := d.clock.Started(time.Now()); err != nil {
 			return err
 		}
 	}
@@ -166,7 +180,7 @@ func (d *dockerServer) create(ctx context.Context, image string) error {
 		testcontainers.WithCmd(args...),
 		testcontainers.WithExposedPorts(redisPort),
 		testcontainers.WithEnv(env),
-		testcontainers.WithLabels(map[string]string{labelKind: "server", labelOwner: ownerID()}),
+		testcontainers.WithLabels(map[string]string{labelKind: "server", labelOwner: backendkit.OwnerID()}),
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
 		testcontainers.WithConfigModifier(func(c *container.Config) {
 			// Files in the mounted directory belong to the test's user.
@@ -187,33 +201,33 @@ func (d *dockerServer) create(ctx context.Context, image string) error {
 		return fmt.Errorf("rlock: integration: start container: %w", err)
 	}
 	if d.clock != nil {
-		return d.clock.started(time.Now())
+		return d.clock.Started(time.Now())
 	}
 	return nil
 }
 
 // ready waits for PING and calibrates the clock.
 func (d *dockerServer) ready(ctx context.Context) error {
-	if err := waitReady(ctx, d.directAddr(), d.opts.Password, nil); err != nil {
+	if err := backendkit.WaitReady(ctx, d.DirectAddr(), d.opts.Password, nil); err != nil {
 		return err
 	}
 	return d.calibrate(ctx)
 }
 
 func (d *dockerServer) calibrate(ctx context.Context) error {
-	if d.clock == nil || !d.clock.needsCalibration() || d.paused {
+	if d.clock == nil || !d.clock.NeedsCalibration() || d.paused {
 		return nil
 	}
 	before := time.Now()
-	fake, err := serverTime(ctx, d.directAddr(), d.opts.Password)
+	fake, err := backendkit.ServerTime(ctx, d.DirectAddr(), d.opts.Password)
 	if err != nil {
 		return err
 	}
 	after := time.Now()
-	return d.clock.calibrate(fake, before.Add(after.Sub(before)/2))
+	return d.clock.Calibrate(fake, before.Add(after.Sub(before)/2))
 }
 
-func (d *dockerServer) directAddr() string {
+func (d *dockerServer) DirectAddr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(d.port))
 }
 
@@ -233,14 +247,14 @@ func (d *dockerServer) state(ctx context.Context) (*container.State, error) {
 	return res.Container.State, nil
 }
 
-func (d *dockerServer) running() bool {
+func (d *dockerServer) Running() bool {
 	st, err := d.state(context.Background())
 	return err == nil && st.Running
 }
 
-func (d *dockerServer) start(ctx context.Context) error {
+func (d *dockerServer) Start(ctx context.Context) error {
 	if d.clock != nil {
-		if err := d.clock.started(time.Now()); err != nil {
+		if err := d.clock.Started(time.Now()); err != nil {
 			return err
 		}
 	}
@@ -249,16 +263,16 @@ func (d *dockerServer) start(ctx context.Context) error {
 	}
 	d.paused = false
 	if d.clock != nil {
-		if err := d.clock.started(time.Now()); err != nil {
+		if err := d.clock.Started(time.Now()); err != nil {
 			return err
 		}
 	}
 	return d.ready(ctx)
 }
 
-func (d *dockerServer) kill(ctx context.Context) error {
-	if !d.running() {
-		return ErrNotRunning
+func (d *dockerServer) Kill(ctx context.Context) error {
+	if !d.Running() {
+		return integration.ErrNotRunning
 	}
 	// The daemon sends SIGKILL to a paused container's processes too.
 	wait := d.cli.ContainerWait(ctx, d.id(), client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
@@ -276,7 +290,7 @@ func (d *dockerServer) kill(ctx context.Context) error {
 	return nil
 }
 
-func (d *dockerServer) wipe() error {
+func (d *dockerServer) Wipe() error {
 	if err := os.RemoveAll(d.data); err != nil {
 		return fmt.Errorf("rlock: integration: wipe data: %w", err)
 	}
@@ -286,54 +300,62 @@ func (d *dockerServer) wipe() error {
 	return nil
 }
 
-func (d *dockerServer) pause(ctx context.Context) error {
+func (d *dockerServer) Pause(ctx context.Context) error {
 	st, err := d.state(ctx)
 	switch {
 	case err != nil:
 		return err
 	case !st.Running:
-		return ErrNotRunning
+		return integration.ErrNotRunning
 	case st.Paused:
 		return nil
 	}
-	if _, err := d.cli.ContainerPause(ctx, d.id(), client.ContainerPauseOptions{}); err != nil {
+	err = retryTransient(ctx, func() error {
+		_, err := d.cli.ContainerPause(ctx, d.id(), client.ContainerPauseOptions{})
+		return err
+	}, func(st *container.State) bool { return st.Paused }, d.state)
+	if err != nil {
 		return fmt.Errorf("rlock: integration: pause container: %w", err)
 	}
 	d.paused = true
 	return nil
 }
 
-func (d *dockerServer) resume(ctx context.Context) error {
+func (d *dockerServer) Resume(ctx context.Context) error {
 	st, err := d.state(ctx)
 	switch {
 	case err != nil:
 		return err
 	case !st.Running:
-		return ErrNotRunning
+		return integration.ErrNotRunning
 	case !st.Paused:
 		return nil
 	}
-	if _, err := d.cli.ContainerUnpause(ctx, d.id(), client.ContainerUnpauseOptions{}); err != nil {
+	err = retryTransient(ctx, func() error {
+		_, err := d.cli.ContainerUnpause(ctx, d.id(), client.ContainerUnpauseOptions{})
+		return err
+	}, func(st *container.State) bool { return !st.Paused }, d.state)
+	if err != nil {
 		return fmt.Errorf("rlock: integration: resume container: %w", err)
 	}
 	d.paused = false
 	return nil
 }
 
-func (d *dockerServer) setClockRate(ctx context.Context, rate float64) error {
+func (d *dockerServer) SetClockRate(ctx context.Context, rate float64) error {
 	if d.clock == nil {
-		return ErrNoClock
+		return integration.ErrNoClock
 	}
-	if err := d.clock.setRate(time.Now(), rate); err != nil {
+	if err := d.clock.SetRate(time.Now(), rate); err != nil {
 		return err
 	}
-	if !d.running() {
+	if !d.Running() {
 		return nil
 	}
 	return d.calibrate(ctx)
 }
 
-func (d *dockerServer) close(ctx context.Context) error {
+func (d *dockerServer) Close(ctx context.Context) error {
 	var errs []error
 	if d.ctr != nil {
 		if err := d.ctr.Terminate(ctx); err != nil {
@@ -347,4 +369,26 @@ func (d *dockerServer) close(ctx context.Context) error {
 		errs = append(errs, d.cli.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// reapOrphans removes containers left by processes of this machine that no
+// longer run. Errors are ignored: reaping is a courtesy.
+func reapOrphans(ctx context.Context, cli *client.Client) {
+	self := backendkit.OwnerID()
+	if self == "" {
+		return
+	}
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", labelOwner),
+	})
+	if err != nil {
+		return
+	}
+	for _, c := range list.Items {
+		if !backendkit.OwnerGone(self, c.Labels[labelOwner]) {
+			continue
+		}
+		_, _ = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	}
 }

@@ -1,4 +1,4 @@
-package integration
+package backendkit
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // the file changes the rate of a running server. libfaketime computes
 // fake = S + (real-S)*rate + offset, where S is the real time at which the
 // process started, for CLOCK_REALTIME and CLOCK_MONOTONIC alike; that is
-// the formula fakeClock inverts to keep the fake time continuous.
+// the formula Clock inverts to keep the fake time continuous.
 //
 // Debian's redis-server is linked against libjemalloc, which deadlocks with
 // libfaketime at start-up (jemalloc's initialisation calls clock_gettime,
@@ -22,13 +22,13 @@ import (
 // glibc's allocator and the cycle never forms. The server works as usual;
 // only INFO memory's allocator_* fields then describe an idle jemalloc.
 var (
-	libfaketimePaths = []string{
+	LibfaketimePaths = []string{
 		"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
 		"/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
 		"/usr/lib/faketime/libfaketime.so.1",
 		"/usr/local/lib/faketime/libfaketime.so.1",
 	}
-	mallocDebugPaths = []string{
+	MallocDebugPaths = []string{
 		"/lib/x86_64-linux-gnu/libc_malloc_debug.so.0",
 		"/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0",
 		"/lib/aarch64-linux-gnu/libc_malloc_debug.so.0",
@@ -47,10 +47,10 @@ func firstFile(paths []string) string {
 	return ""
 }
 
-// fakeClock is the fake time of one server, as a function of real time:
+// Clock is the fake time of one server, as a function of real time:
 // fake(t) = anchorFake + (t - anchorReal) * rate. It outlives processes, so
 // the fake time also runs on while the server is down.
-type fakeClock struct {
+type Clock struct {
 	spec       string // the spec file libfaketime reads
 	preload    string // LD_PRELOAD value
 	anchorReal time.Time
@@ -60,22 +60,22 @@ type fakeClock struct {
 	calibrated bool      // procStart was measured through the server
 }
 
-// newFakeClock prepares a clock in dir starting at real time with rate,
-// for a server of backend b.
-func newFakeClock(dir string, rate float64, b Backend) (*fakeClock, error) {
+// NewClock prepares a clock in dir starting at real time with rate, for a
+// server of backend b (named in the error when libfaketime is missing).
+func NewClock(dir string, rate float64, b string) (*Clock, error) {
 	lib := os.Getenv("RLOCK_LIBFAKETIME")
 	if lib == "" {
-		lib = firstFile(libfaketimePaths)
+		lib = firstFile(LibfaketimePaths)
 	}
 	if lib == "" {
-		return nil, unavailable(b, "ClockRate needs libfaketime (Debian package faketime) or RLOCK_LIBFAKETIME")
+		return nil, Unavailable(b, "ClockRate needs libfaketime (Debian package faketime) or RLOCK_LIBFAKETIME")
 	}
 	preload := lib
-	if md := firstFile(mallocDebugPaths); md != "" {
+	if md := firstFile(MallocDebugPaths); md != "" {
 		preload = md + " " + lib
 	}
 	now := time.Now()
-	c := &fakeClock{
+	c := &Clock{
 		spec:       filepath.Join(dir, "faketime.rc"),
 		preload:    preload,
 		anchorReal: now,
@@ -86,12 +86,12 @@ func newFakeClock(dir string, rate float64, b Backend) (*fakeClock, error) {
 	return c, c.write()
 }
 
-// env is what a process needs in its environment to run on this clock.
-func (c *fakeClock) env() []string { return c.envAt(c.spec) }
+// Env is what a process needs in its environment to run on this clock.
+func (c *Clock) Env() []string { return c.EnvAt(c.spec) }
 
-// envAt is env for a process that sees the spec file at spec, as a
+// EnvAt is Env for a process that sees the spec file at spec, as a
 // container does through its mount.
-func (c *fakeClock) envAt(spec string) []string {
+func (c *Clock) EnvAt(spec string) []string {
 	return []string{
 		"LD_PRELOAD=" + c.preload,
 		"FAKETIME_TIMESTAMP_FILE=" + spec,
@@ -100,27 +100,27 @@ func (c *fakeClock) envAt(spec string) []string {
 }
 
 // at is the fake time at real time t.
-func (c *fakeClock) at(t time.Time) time.Time {
+func (c *Clock) at(t time.Time) time.Time {
 	d := float64(t.Sub(c.anchorReal)) * c.rate
 	return c.anchorFake.Add(time.Duration(d))
 }
 
-// started records the real time a new process started and rewrites the
+// Started records the real time a new process started and rewrites the
 // spec for it.
-func (c *fakeClock) started(t time.Time) error {
+func (c *Clock) Started(t time.Time) error {
 	c.procStart = t
 	c.calibrated = false
 	return c.write()
 }
 
-// needsCalibration reports whether S is still an estimate that matters:
+// NeedsCalibration reports whether S is still an estimate that matters:
 // at rate 1 the fake time does not depend on S.
-func (c *fakeClock) needsCalibration() bool { return !c.calibrated && c.rate != 1 }
+func (c *Clock) NeedsCalibration() bool { return !c.calibrated && c.rate != 1 }
 
-// calibrate corrects the estimate of S from the server's clock, observed as
+// Calibrate corrects the estimate of S from the server's clock, observed as
 // fake at real time t. With the spec written for S', the server's clock is
 // at(t) + (S-S')(1-rate), so S-S' = (fake-at(t))/(1-rate).
-func (c *fakeClock) calibrate(fake, t time.Time) error {
+func (c *Clock) Calibrate(fake, t time.Time) error {
 	if c.rate == 1 {
 		return nil
 	}
@@ -130,8 +130,8 @@ func (c *fakeClock) calibrate(fake, t time.Time) error {
 	return c.write()
 }
 
-// setRate changes the rate from real time t on.
-func (c *fakeClock) setRate(t time.Time, rate float64) error {
+// SetRate changes the rate from real time t on.
+func (c *Clock) SetRate(t time.Time, rate float64) error {
 	c.anchorFake = c.at(t)
 	c.anchorReal = t
 	c.rate = rate
@@ -141,7 +141,7 @@ func (c *fakeClock) setRate(t time.Time, rate float64) error {
 // write stores the spec for the current process. From
 // S + (t-S)*rate + offset = anchorFake + (t-anchorReal)*rate,
 // offset = anchorFake - S - (anchorReal-S)*rate, independent of t.
-func (c *fakeClock) write() error {
+func (c *Clock) write() error {
 	s := c.procStart
 	offset := c.anchorFake.Sub(s).Seconds() - c.anchorReal.Sub(s).Seconds()*c.rate
 	spec := fmt.Sprintf("%+.6f x%.6f\n", offset, c.rate)
@@ -155,3 +155,6 @@ func (c *fakeClock) write() error {
 	}
 	return nil
 }
+
+// Spec is the path of the spec file libfaketime reads.
+func (c *Clock) Spec() string { return c.spec }

@@ -1,17 +1,15 @@
-package integration
+package backendkit
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/moby/moby/client"
 )
 
 // A test binary that is killed cannot clean up: Pdeathsig ends its
@@ -23,8 +21,9 @@ import (
 // machine. Anything else (other machines sharing a Docker daemon, directories
 // without an owner file) is left alone.
 
-// ownerID identifies this process across PID reuse.
-var ownerID = sync.OnceValue(func() string {
+// OwnerID identifies this process across PID reuse, for labels of what it
+// creates.
+var OwnerID = sync.OnceValue(func() string {
 	return processID(os.Getpid())
 })
 
@@ -54,37 +53,37 @@ func processID(pid int) string {
 // tempPrefix starts the name of every server directory in os.TempDir().
 const tempPrefix = "rlock-redis-"
 
-// makeRoot creates a server directory owned by this process.
-func makeRoot() (string, error) {
+// MakeRoot creates a server directory owned by this process.
+func MakeRoot() (string, error) {
 	root, err := os.MkdirTemp("", tempPrefix)
 	if err != nil {
 		return "", fmt.Errorf("rlock: integration: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "owner"), []byte(ownerID()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "owner"), []byte(OwnerID()), 0o644); err != nil {
 		return "", errors.Join(fmt.Errorf("rlock: integration: %w", err), os.RemoveAll(root))
 	}
 	return root, nil
 }
 
-// reapDirs removes, once per process, the server directories of processes
+// ReapDirs removes, once per process, the server directories of processes
 // that no longer run.
-var reapDirs = sync.OnceFunc(func() {
-	self := ownerID()
+var ReapDirs = sync.OnceFunc(func() {
+	self := OwnerID()
 	if self == "" {
 		return
 	}
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPrefix+"*"))
 	for _, dir := range dirs {
 		owner, err := os.ReadFile(filepath.Join(dir, "owner"))
-		if err == nil && ownerGone(self, string(owner)) {
+		if err == nil && OwnerGone(self, string(owner)) {
 			_ = os.RemoveAll(dir)
 		}
 	}
 })
 
-// ownerGone reports whether owner, as written by a process of this machine,
+// OwnerGone reports whether owner, as written by a process of this machine,
 // names a process that no longer runs. self is this process's owner ID.
-func ownerGone(self, owner string) bool {
+func OwnerGone(self, owner string) bool {
 	boot, _, _ := strings.Cut(self, "/")
 	parts := strings.Split(owner, "/")
 	if len(parts) != 3 || parts[0] != boot {
@@ -94,24 +93,21 @@ func ownerGone(self, owner string) bool {
 	return err == nil && processID(pid) != owner
 }
 
-// reapOrphans removes containers left by processes of this machine that no
-// longer run. Errors are ignored: reaping is a courtesy.
-func reapOrphans(ctx context.Context, cli *client.Client) {
-	self := ownerID()
-	if self == "" {
-		return
-	}
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", labelOwner),
-	})
+// RedisServerBin is the executable every backend runs, or copies into its
+// image.
+const RedisServerBin = "redis-server"
+
+// PortAttempts bounds how often a first start retries on a fresh port when
+// another process took the chosen one in the meantime.
+const PortAttempts = 5
+
+// FreePort asks the kernel for a free loopback port. Another process may
+// take it before redis-server binds it; the backends then retry.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return
+		return 0, fmt.Errorf("rlock: integration: find a free port: %w", err)
 	}
-	for _, c := range list.Items {
-		if !ownerGone(self, c.Labels[labelOwner]) {
-			continue
-		}
-		_, _ = cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
