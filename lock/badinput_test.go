@@ -89,6 +89,8 @@ func TestBadInput(t *testing.T) {
 		{"renew interval not below the lease", lock.ErrInvalid, newWith(lock.Config{WatchdogTimeout: time.Second, RenewInterval: time.Second})},
 		{"negative watchdog timeout", lock.ErrInvalid, newWith(lock.Config{WatchdogTimeout: -time.Second})},
 		{"negative renew interval", lock.ErrInvalid, newWith(lock.Config{RenewInterval: -time.Second})},
+		{"renew interval absurdly small", lock.ErrInvalid, newWith(lock.Config{RenewInterval: time.Millisecond})},
+		{"command timeout + renew interval not below the lease", lock.ErrInvalid, newWith(lock.Config{WatchdogTimeout: time.Second, RenewInterval: 500 * time.Millisecond, CommandTimeout: 500 * time.Millisecond})},
 		{"two addresses", lock.ErrInvalid, newWith(lock.Config{Addrs: []string{srv.Addr(), srv.Addr()}})},
 		{"address without port", lock.ErrInvalid, newWith(lock.Config{Addrs: []string{"127.0.0.1"}})},
 		{"negative DB", lock.ErrInvalid, newWith(lock.Config{DB: -1})},
@@ -133,11 +135,18 @@ func TestBadInput(t *testing.T) {
 			_, err := c.Mutex("bad").Watch(bg())
 			return err
 		}},
-		{"Unlock by another owner", lock.ErrNotHeld, run(func(c *lock.Client) error {
+		{"HoldCount without an owner", lock.ErrNotHeld, run(func(c *lock.Client) error {
 			h, err := c.Mutex("bad").Lock(bg())
 			must(t, err)
 			defer h.Unlock(bg())
-			return c.Mutex("bad").Unlock(lock.WithOwner(bg()))
+			_, err = c.Mutex("bad").HoldCount(bg())
+			return err
+		})},
+		{"Unlock twice", lock.ErrNotHeld, run(func(c *lock.Client) error {
+			h, err := c.Mutex("bad").Lock(bg())
+			must(t, err)
+			must(t, h.Unlock(bg()))
+			return h.Unlock(bg())
 		})},
 		{"Lock with a cancelled context", lock.ErrNotAcquired, run(func(c *lock.Client) error {
 			ctx, cancel := context.WithCancel(bg())

@@ -3,12 +3,14 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock-go/rlock/internal/slots"
 	"github.com/rlock-go/rlock/pubsub"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
@@ -35,10 +37,18 @@ type Client struct {
 	bg      sync.WaitGroup // the watchdog loop and the latch cleaner
 	latches chan string    // unlock latches to delete
 
-	mu       sync.Mutex
-	closed   bool
-	ops      sync.WaitGroup
-	holdings map[holdKey]*holding
+	settleCtx  context.Context // ends settlers: cancelled by Close
+	stopSettle context.CancelFunc
+	settling   sync.WaitGroup // settlers of unsettled requests
+
+	slotTable  atomic.Pointer[slots.Table] // a cluster's slot owners, for naming the node that answered
+	slotsAsked atomic.Int64                // when the table was last asked for, unix nanoseconds
+
+	mu      sync.Mutex
+	closed  bool
+	ops     sync.WaitGroup
+	ledgers map[holdKey]*ledger
+	queues  map[string]*queue
 }
 
 // subscriber is where waiters subscribe: a pubsub.Hub (one connection),
@@ -68,7 +78,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		dial = min(dial, time.Until(dl))
 	}
 	if dial <= 0 {
-		return nil, errors.Join(masterErr(cfg.Addrs[0], "connect", context.DeadlineExceeded), ctx.Err())
+		return nil, join(masterErr(cfg.Addrs[0], "connect", context.DeadlineExceeded), ctx.Err())
 	}
 	opt := rueidis.ClientOption{
 		InitAddress:       cfg.Addrs,
@@ -97,12 +107,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	defer cancel()
 	if err := loadScripts(pctx, rc); err != nil {
 		rc.Close()
-		return nil, errors.Join(err, ctx.Err())
+		return nil, join(err, ctx.Err())
 	}
 	c, err := newClient(pctx, rc, cfg, true)
 	if err != nil {
 		rc.Close()
-		return nil, errors.Join(err, ctx.Err())
+		return nil, join(err, ctx.Err())
 	}
 	return c, nil
 }
@@ -125,7 +135,7 @@ func loadScripts(ctx context.Context, rc rueidis.Client) error {
 	for range nodes {
 		all = append(all, <-errs)
 	}
-	return errors.Join(all...)
+	return join(all...)
 }
 
 // firstNode returns the lowest address among rc's nodes.
@@ -202,16 +212,24 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		return nil, err
 	}
 	c := &Client{
-		cfg:      cfg,
-		rc:       rc,
-		owned:    owned,
-		addr:     addr,
-		id:       cfg.ClientID,
-		publish:  reentrant.Publish,
-		obs:      cfg.Observer,
-		done:     make(chan struct{}),
-		latches:  make(chan string, 4096),
-		holdings: map[holdKey]*holding{},
+		cfg:     cfg,
+		rc:      rc,
+		owned:   owned,
+		addr:    addr,
+		id:      cfg.ClientID,
+		publish: reentrant.Publish,
+		obs:     cfg.Observer,
+		done:    make(chan struct{}),
+		latches: make(chan string, 4096),
+		ledgers: map[holdKey]*ledger{},
+		queues:  map[string]*queue{},
+	}
+	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
+	if cfg.Cluster {
+		if t, err := slots.Read(ctx, rc); err == nil {
+			c.slotTable.Store(&t)
+			c.slotsAsked.Store(time.Now().UnixNano())
+		}
 	}
 	if c.id == "" {
 		c.id = reentrant.NewClientID()
@@ -232,7 +250,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		OnTick:   c.onTick,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, invalidf("%v", err)
 	}
 	c.wd = wd
 	bg, stop := context.WithCancel(context.Background())
@@ -243,16 +261,84 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	return c, nil
 }
 
-// ID returns the client id, the first part of every holder field.
-func (c *Client) ID() string { return c.id }
+// at returns the address of the master that holds name: the Client's
+// master, or in a cluster the owner of name's slot as last read (the
+// first seed when unknown).
+func (c *Client) at(name string) string {
+	if !c.cfg.Cluster {
+		return c.addr
+	}
+	if t := c.slotTable.Load(); t != nil {
+		if a := t.Addr(pubsub.Slot(name)); a != "" {
+			return a
+		}
+	}
+	return c.addr
+}
+
+// errAt is at for an error about name: in a cluster, the slot owners are
+// asked again in the background (a failover may be why it failed).
+func (c *Client) errAt(name string) string {
+	if c.cfg.Cluster {
+		c.refreshSlots()
+	}
+	return c.at(name)
+}
+
+// refreshSlots reads the cluster's slot owners again in the background if
+// they were last asked for more than a second ago. The goroutine counts
+// as a call in flight, which Close waits for.
+func (c *Client) refreshSlots() {
+	last := c.slotsAsked.Load()
+	now := time.Now().UnixNano()
+	if now-last < int64(time.Second) || !c.slotsAsked.CompareAndSwap(last, now) {
+		return
+	}
+	if c.enter() != nil {
+		return
+	}
+	go func() {
+		defer c.exit()
+		ctx, cancel := c.cmdCtx(context.Background())
+		defer cancel()
+		if t, err := slots.Read(ctx, c.rc); err == nil {
+			c.slotTable.Store(&t)
+		}
+	}()
+}
+
+// valid reports whether c was made by New or FromClient: a nil or zero
+// Client answers ErrInvalid.
+func (c *Client) valid() bool { return c != nil && c.done != nil }
+
+// ID returns the client id, the first part of every holder field ("" for
+// a nil or zero Client).
+func (c *Client) ID() string {
+	if !c.valid() {
+		return ""
+	}
+	return c.id
+}
 
 // Addr returns the master's address; in a cluster, the first seed
-// address (or, from FromClient, the lowest node address). Observer events
-// carry it.
-func (c *Client) Addr() string { return c.addr }
+// address (or, from FromClient, the lowest node address). Errors and
+// Observer events about one lock name the master that holds it instead:
+// in a cluster, the owner of its slot.
+func (c *Client) Addr() string {
+	if !c.valid() {
+		return ""
+	}
+	return c.addr
+}
 
-// Redis returns the underlying rueidis client, for commands of your own.
-func (c *Client) Redis() rueidis.Client { return c.rc }
+// Redis returns the underlying rueidis client, for commands of your own
+// (nil for a nil or zero Client).
+func (c *Client) Redis() rueidis.Client {
+	if !c.valid() {
+		return nil
+	}
+	return c.rc
+}
 
 // enter registers a call; it fails once the Client is closed.
 func (c *Client) enter() error {
@@ -279,8 +365,12 @@ func (c *Client) cmdCtx(ctx context.Context) (context.Context, context.CancelFun
 // Close returns ErrClosed.
 //
 // May return ErrClosed, ErrUnavailable (some locks could not be released:
-// they expire after their lease).
+// they expire after their lease), ErrInvalid (a nil or zero Client, a nil
+// ctx).
 func (c *Client) Close(ctx context.Context) error {
+	if !c.valid() {
+		return invalidf("Close of a nil or zero Client: make Clients with New or FromClient")
+	}
 	if ctx == nil {
 		return invalidf("nil context")
 	}
@@ -301,19 +391,23 @@ func (c *Client) Close(ctx context.Context) error {
 	select {
 	case <-waited:
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("rlock: close: waiting for calls in flight: %w", ctx.Err()))
+		errs = append(errs, wrapf(ctx.Err(), "close: waiting for calls in flight"))
 		<-waited // calls end promptly: they select on c.done
 	}
 
+	// Background settlers stop (each within one command): Close settles
+	// what they left itself, briefly; a request that cannot be settled
+	// now expires with its lease.
+	c.stopSettle()
+	c.settling.Wait()
 	c.mu.Lock()
-	holdings := make([]*holding, 0, len(c.holdings))
-	for _, h := range c.holdings {
-		holdings = append(holdings, h)
+	ledgers := make([]*ledger, 0, len(c.ledgers))
+	for _, l := range c.ledgers {
+		ledgers = append(ledgers, l)
 	}
-	c.holdings = map[holdKey]*holding{}
 	c.mu.Unlock()
-	for _, h := range holdings {
-		if err := c.releaseAll(ctx, h); err != nil {
+	for _, l := range ledgers {
+		if err := c.closeLedger(ctx, l); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -323,30 +417,108 @@ func (c *Client) Close(ctx context.Context) error {
 	if c.owned {
 		c.rc.Close()
 	}
-	return errors.Join(errs...)
+	return join(errs...)
 }
 
-// releaseAll releases every hold of h, for Close.
-func (c *Client) releaseAll(ctx context.Context, h *holding) error {
+// closeLedger releases every hold of l for Close, holding its turn, and
+// ends its Helds with ErrClosed. Releases stop when ctx ends or when the
+// lock is lost (its lease ran out unanswered): Close never waits longer
+// than the leases of what it holds.
+func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
 	c.mu.Lock()
-	helds := h.helds
-	h.helds = nil
+	helds := append([]*Held(nil), l.helds...)
 	c.mu.Unlock()
-	var err error
-	for i := len(helds) - 1; i >= 0; i-- {
-		held := helds[i]
-		if err == nil && h.lost == nil {
-			start := time.Now()
-			var res reentrant.ReleaseResult
-			res, err = c.release(ctx, held, nil)
-			if c.obs != nil && c.obs.Release != nil {
-				c.obs.Release(ctx, Release{Name: h.name, Addr: c.addr, Owner: held.owner, Released: res == reentrant.Released,
-					HeldFor: start.Sub(held.at), Duration: time.Since(start), Closed: true, Err: err})
+	var lost <-chan struct{}
+	if len(helds) > 0 {
+		lost = helds[0].ctx.Done()
+	}
+	if err := l.take(ctx, nil, lost); err != nil {
+		return c.endClosed(l, helds, nil)
+	}
+	defer l.give()
+	sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
+	err := c.settle(sctx, l)
+	cancel()
+	if err != nil {
+		return c.endClosed(l, helds, err)
+	}
+	c.mu.Lock()
+	helds = append(helds[:0], l.helds...)
+	entry := l.entry
+	c.mu.Unlock()
+	if entry != nil {
+		// No renewal may land after the last release (it would read as
+		// a loss); the entry is still judged, which ends the releases
+		// below when its lease must have run out.
+		if err := c.wd.Begin(ctx, entry); err != nil {
+			return c.endClosed(l, helds, err)
+		}
+		defer c.wd.End(entry)
+	}
+	if len(helds) == 0 {
+		// Strays only: nobody's lease bounds their release, so one
+		// attempt's worth of time does; they expire by themselves.
+		rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
+		defer cancel()
+		ctx = rctx
+	}
+	for l.count > 0 && err == nil {
+		if len(helds) > 0 {
+			if done, _ := helds[0].ended(); done {
+				break // lost meanwhile
 			}
 		}
-		held.finish(ErrClosed)
+		err = c.closeRelease(ctx, l, helds, lost)
 	}
-	c.wd.Remove(h.entry)
+	return c.endClosed(l, helds, err)
+}
+
+// closeRelease sends one of Close's releases of l, holding the turn, and
+// applies its answer.
+func (c *Client) closeRelease(ctx context.Context, l *ledger, helds []*Held, lost <-chan struct{}) error {
+	r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
+		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
+	start := time.Now()
+	res, err := c.sendRelease(ctx, r, lost)
+	if c.obs != nil && c.obs.Release != nil && len(helds) > 0 {
+		h := helds[len(helds)-1]
+		c.obs.Release(ctx, Release{Name: l.name, Addr: c.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,
+			HeldFor: start.Sub(h.at), Duration: time.Since(start), Closed: true, Err: err})
+	}
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			c.setUnsettled(l, &request{id: r.RequestID, sent: start})
+		}
+		return err
+	}
+	if res == reentrant.StillHeld {
+		l.count = max(l.count-1, 1)
+	} else {
+		l.count = 0
+	}
+	return nil
+}
+
+// endClosed ends l's live Helds with ErrClosed and stops tracking l.
+func (c *Client) endClosed(l *ledger, helds []*Held, err error) error {
+	c.mu.Lock()
+	e := l.entry
+	l.entry, l.helds, l.renewing = nil, nil, 0
+	c.mu.Unlock()
+	if e != nil {
+		c.wd.Remove(e)
+	}
+	for i := len(helds) - 1; i >= 0; i-- {
+		helds[i].finish(ErrClosed)
+	}
+	if done, lerr := func() (bool, error) {
+		if len(helds) == 0 {
+			return false, nil
+		}
+		return helds[0].ended()
+	}(); done && !errors.Is(lerr, ErrClosed) {
+		return join(err, lerr)
+	}
 	return err
 }
 

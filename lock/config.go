@@ -2,6 +2,7 @@ package lock
 
 import (
 	"crypto/tls"
+	"math"
 	"net"
 	"time"
 )
@@ -16,10 +17,14 @@ const (
 	// than a round trip on a loaded network and Redis's own expiry
 	// granularity.
 	MinLease = 50 * time.Millisecond
+	// MinRenewInterval is the shortest RenewInterval accepted.
+	MinRenewInterval = 10 * time.Millisecond
 	// MaxNameLen is the longest lock name accepted, in bytes.
 	MaxNameLen = 8 << 10
-	// unlockLatchTTL is how long a release request's latch answers its
-	// retries. Redisson deletes it once answered; so does rlock.
+	// unlockLatchTTL is the least time a request's record (a release's
+	// unlock latch, a settlement's fence) lives: it must outlast every
+	// retry of the request. Redisson deletes a latch once answered; so
+	// does rlock.
 	unlockLatchTTL = time.Minute
 )
 
@@ -77,7 +82,9 @@ type Config struct {
 	// DialTimeout bounds connecting. Default 5s.
 	DialTimeout time.Duration
 	// CommandTimeout bounds each single command (one acquire attempt, one
-	// release attempt, a query). Default 3s.
+	// release attempt, a query). Default 3s, or less when the lease
+	// needs it: CommandTimeout + RenewInterval must be less than
+	// WatchdogTimeout.
 	CommandTimeout time.Duration
 	// AlwaysRESP2 speaks RESP2 only: for servers without RESP3, such as
 	// an embedded miniredis.
@@ -89,47 +96,69 @@ type Config struct {
 // withDefaults fills zero fields and validates the rest.
 func (c Config) withDefaults(needAddr bool) (Config, error) {
 	if needAddr {
-		switch len(c.Addrs) {
-		case 0:
-			c.Addrs = []string{DefaultAddr}
-		case 1:
-		default:
-			if !c.Cluster {
-				return c, invalidf("%d addresses: a Client talks to one master (or, with Cluster, one cluster); use package multilock for several", len(c.Addrs))
-			}
-		}
-		for _, a := range c.Addrs {
-			if _, _, err := net.SplitHostPort(a); err != nil {
-				return c, invalidf("address %q: %v", a, err)
-			}
+		if err := c.addrs(); err != nil {
+			return c, err
 		}
 	}
-	if c.WatchdogTimeout == 0 {
-		c.WatchdogTimeout = DefaultWatchdogTimeout
+	if err := c.timing(); err != nil {
+		return c, err
 	}
-	if c.WatchdogTimeout < MinLease {
-		return c, invalidf("WatchdogTimeout %v is shorter than %v", c.WatchdogTimeout, MinLease)
-	}
-	if c.RenewInterval == 0 {
-		c.RenewInterval = c.WatchdogTimeout / 3
-	}
-	if c.RenewInterval <= 0 || c.RenewInterval >= c.WatchdogTimeout {
-		return c, invalidf("RenewInterval %v must be positive and less than WatchdogTimeout %v", c.RenewInterval, c.WatchdogTimeout)
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.CommandTimeout == 0 {
-		c.CommandTimeout = DefaultCommandTimeout
-	}
-	if c.DialTimeout < 0 || c.CommandTimeout < 0 {
-		return c, invalidf("negative timeout")
-	}
-	if c.DB < 0 || (c.Cluster && c.DB != 0) {
+	if c.DB < 0 || c.DB > math.MaxInt32 || (c.Cluster && c.DB != 0) {
 		return c, invalidf("DB %d", c.DB)
 	}
 	if c.PubSub < PubSubAuto || c.PubSub > PubSubSharded {
 		return c, invalidf("PubSub mode %d", c.PubSub)
 	}
 	return c, nil
+}
+
+// addrs fills and checks Addrs.
+func (c *Config) addrs() error {
+	switch len(c.Addrs) {
+	case 0:
+		c.Addrs = []string{DefaultAddr}
+	case 1:
+	default:
+		if !c.Cluster {
+			return invalidf("%d addresses: a Client talks to one master (or, with Cluster, one cluster); use package multilock for several", len(c.Addrs))
+		}
+	}
+	for _, a := range c.Addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return invalidf("address %q: %v", a, err)
+		}
+	}
+	return nil
+}
+
+// timing fills and checks the lease, the renewal and the timeouts.
+func (c *Config) timing() error {
+	if c.WatchdogTimeout == 0 {
+		c.WatchdogTimeout = DefaultWatchdogTimeout
+	}
+	if c.WatchdogTimeout < MinLease {
+		return invalidf("WatchdogTimeout %v is shorter than %v", c.WatchdogTimeout, MinLease)
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = c.WatchdogTimeout / 3
+	}
+	if c.RenewInterval < MinRenewInterval || c.RenewInterval >= c.WatchdogTimeout {
+		return invalidf("RenewInterval %v must be at least %v and less than WatchdogTimeout %v", c.RenewInterval, MinRenewInterval, c.WatchdogTimeout)
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.DialTimeout < 0 || c.CommandTimeout < 0 {
+		return invalidf("negative timeout")
+	}
+	if c.CommandTimeout == 0 {
+		// A renewal sent at a tick must be answered before the lease
+		// it extends runs out.
+		c.CommandTimeout = min(DefaultCommandTimeout, (c.WatchdogTimeout-c.RenewInterval)/2)
+	}
+	if c.CommandTimeout+c.RenewInterval >= c.WatchdogTimeout {
+		return invalidf("CommandTimeout %v + RenewInterval %v must be less than WatchdogTimeout %v: a renewal could be answered after the lease it extends ran out",
+			c.CommandTimeout, c.RenewInterval, c.WatchdogTimeout)
+	}
+	return nil
 }

@@ -17,7 +17,43 @@
 // context. Lock with Held.Context() (or any context derived from it)
 // re-enters the lock: the hold count in Redis goes up by one, and each
 // re-entry is a Held with its own Unlock. Any other context is another
-// owner, and waits. WithOwner makes an owner explicitly.
+// owner, and waits — the context given to Lock included, since Lock gives
+// a context without an owner a new one that only the Held's context
+// carries. WithOwner makes an owner explicitly.
+//
+// A hold is released by its Held: h.Unlock(ctx), from any goroutine
+// (Redisson's unlock()). There is deliberately no Mutex.Unlock: with the
+// ctx given to Lock it could not find the owner, and the literal Redisson
+// translation "m.Lock(ctx) … m.Unlock(ctx)" would leave the lock held and
+// renewed. A nil or zero Client, Mutex or Held (such as the nil Held of a
+// failed TryLock) answers ErrInvalid and never panics.
+//
+// # Errors
+//
+// Every error matches a sentinel of this package with errors.Is, prints
+// on one line prefixed "rlock: " once, and names the master that answered
+// (in a cluster, the owner of the lock's slot) in a *MasterError. Redis's
+// own refusals map to sentinels by what a caller can do: ErrNotLock (the
+// key is not a lock: WRONGTYPE, a non-integer hold count), ErrUnavailable
+// (LOADING, BUSY, READONLY, OOM: it passes), ErrAuth (WRONGPASS, NOAUTH,
+// NOPERM), ErrInvalid (a DB out of range, MOVED without Config.Cluster).
+// A refused request changes no key.
+//
+// Goroutines that share an owner (a Held's context handed to workers, one
+// WithOwner context) share the hold, as Redisson's same thread does: they
+// do not exclude each other, and the hold count in Redis equals their live
+// Helds exactly, whatever the interleaving. Give goroutines that must
+// exclude each other owners of their own.
+//
+// # One order per hold
+//
+// A Client sends the requests that change one owner's count on one lock
+// (acquire, re-entry, release, the give-back of a cancelled Lock) one at a
+// time, each with a request id: a reply that is lost is asked again and
+// answered, never applied twice, and a request whose answer cannot be had
+// is settled before the next one, so it can never change a newer hold.
+// Waiters of one Client for one lock wait in arrival order; only the first
+// contends in Redis, and a release by the Client hands it the lock at once.
 //
 // # Leases, the watchdog and loss
 //
@@ -26,8 +62,12 @@
 // Config.RenewInterval (10s), in one round trip for all the locks it
 // holds, until the last Unlock. If the lease is lost — a renewal finds
 // the key gone or held by another, or renewals fail until the lease must
-// have run out — the Held's context is cancelled with a *LostError cause
-// that matches ErrLockLost. Work guarded by the lock should watch it:
+// have run out (judged before it can run out on the server) — the Held's
+// context is cancelled with a *LostError cause that matches ErrLockLost.
+// Anything that ends a hold other than its own Unlock or Client.Close is
+// such a loss. The Held's context does not end with the context given to
+// Lock, which bounds only the wait. Work guarded by the lock should watch
+// it:
 //
 //	select {
 //	case <-h.Done():

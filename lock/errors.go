@@ -3,20 +3,25 @@ package lock
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock-go/rlock/internal/oneline"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // Sentinel errors. Test for them with errors.Is: returned errors wrap them
-// with detail, and keep the caller's context error beside them.
+// with detail, and keep the caller's context error beside them. Every
+// error prints on one line, prefixed "rlock: " once.
 var (
 	// ErrNotAcquired is returned by Lock and TryLock when the lock was not
 	// acquired: TryLock's wait ran out, or the context ended first (the
 	// context's error is joined to it).
 	ErrNotAcquired = errors.New("rlock: lock not acquired")
-	// ErrNotHeld is returned by Unlock when the caller holds no hold to
-	// release: another owner's lock, or a Held already unlocked.
+	// ErrNotHeld is returned by Held.Unlock when the hold was already
+	// unlocked, and by HoldCount when the context carries no owner.
 	ErrNotHeld = errors.New("rlock: lock not held by this owner")
 	// ErrLockLost is the cause of a Held's context when its lease was lost
 	// (a *LostError says where and why), and is returned by that Held's
@@ -28,55 +33,123 @@ var (
 	// ErrClosed is returned by every call on a closed Client, and is the
 	// cause of the contexts of locks still held when it closed.
 	ErrClosed = errors.New("rlock: client closed")
-	// ErrInvalid is returned for a bad argument or Config: nothing is
-	// sent to Redis.
+	// ErrInvalid is returned by every function and method for a bad
+	// argument or Config, and by every method of a nil or zero Client,
+	// Mutex or Held: nothing is sent to Redis. New also returns it when
+	// the server refuses the Config (a DB out of its range), and every
+	// call when a standalone Client's master answers MOVED (it is a
+	// cluster node: set Config.Cluster).
 	ErrInvalid = errors.New("rlock: invalid argument")
-	// ErrUnavailable is returned when Redis could not be reached or did not
-	// answer in time. The operation's outcome may be unknown: an acquire
-	// whose reply was lost may have taken the lock, which then expires
-	// after its lease.
+	// ErrUnavailable is returned by every call that talks to Redis when
+	// Redis could not be reached or did not answer in time, or refused
+	// for a state that passes (LOADING, BUSY running a script, READONLY or
+	// MASTERDOWN during a failover, TRYAGAIN, CLUSTERDOWN, OOM at
+	// maxmemory). The operation's outcome may be unknown: an acquire whose
+	// reply was lost may have taken the lock, which the Client then
+	// settles. A blocking Lock rides it out until its context ends.
 	ErrUnavailable = errors.New("rlock: redis unavailable")
-	// ErrAuth is returned by New when Redis refused the credentials.
+	// ErrAuth is returned by New, and by any call, when Redis refused the
+	// credentials or the ACL user's permissions (WRONGPASS, NOAUTH,
+	// NOPERM: a key, a script or the unlock channel it may not use).
+	// Nothing was changed in Redis.
 	ErrAuth = errors.New("rlock: redis authentication failed")
+	// ErrNotLock is returned by every call on a lock name when the key
+	// under that name is not a lock: another kind of value (WRONGTYPE), a
+	// hash whose hold count is not an integer, or an answer outside the
+	// lock protocol (another program wrote the key). Nothing was changed
+	// in Redis; the key is left as it is.
+	ErrNotLock = errors.New("rlock: the key is not a lock")
 )
 
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
-// MasterError is a failure of one operation on one Redis master. It wraps
-// ErrUnavailable for network failures and timeouts, and the server's own
-// error reply otherwise.
+// MasterError is a failure of one operation on one Redis master. It
+// matches the sentinel that classifies it (ErrUnavailable, ErrAuth,
+// ErrNotLock, ErrInvalid) and wraps the cause: the server's reply or
+// the network error.
 type MasterError struct {
-	Addr string // the master, host:port
+	Addr string // the master that answered (in a cluster, the slot's owner), host:port
 	Op   string // acquire, release, renew, ...
-	Err  error
+	Err  error  // the cause
+	kind error  // the sentinel, if any
 }
 
 func (e *MasterError) Error() string {
-	return fmt.Sprintf("rlock: %s on %s: %v", e.Op, e.Addr, e.Err)
+	if e.kind != nil {
+		return oneLine(fmt.Sprintf("rlock: %s on %s: %v: %v", e.Op, e.Addr, e.kind, e.Err))
+	}
+	return oneLine(fmt.Sprintf("rlock: %s on %s: %v", e.Op, e.Addr, e.Err))
 }
 
-// Unwrap returns the underlying errors.
-func (e *MasterError) Unwrap() error { return e.Err }
+// Unwrap returns the cause, joined with the classifying sentinel if any:
+// errors.Is matches both.
+func (e *MasterError) Unwrap() error {
+	if e.kind != nil {
+		return join(e.kind, e.Err)
+	}
+	return e.Err
+}
 
 // masterErr classifies err from an operation on addr.
 func masterErr(addr, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if isAuthErr(err) {
-		err = errors.Join(ErrAuth, err)
-	} else if _, ok := rueidis.IsRedisErr(err); !ok {
-		err = errors.Join(ErrUnavailable, err)
+	if me, ok := err.(*MasterError); ok {
+		return me
 	}
-	return &MasterError{Addr: addr, Op: op, Err: err}
+	return &MasterError{Addr: addr, Op: op, Err: err, kind: classify(err)}
 }
 
-func isAuthErr(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") || strings.Contains(s, "NOPERM")
+// Redis error replies, by the sentinel a caller acts on. Matched on the
+// reply's first word (its code) or, for script errors that carry no
+// code of their own, on the text Redis gives.
+var (
+	authCodes      = []string{"WRONGPASS", "NOAUTH", "NOPERM"}
+	transientCodes = []string{"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "OOM"}
+	invalidCodes   = []string{"MOVED", "ASK"}
+)
+
+// classify returns the sentinel for err, an error from rueidis or from a
+// script's reply: nil for an error no sentinel describes.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrAuth), errors.Is(err, ErrNotLock), errors.Is(err, ErrInvalid):
+		return nil // already classified
+	case errors.Is(err, reentrant.ErrUnexpectedReply):
+		return ErrNotLock
+	}
+	if _, ok := rueidis.IsRedisErr(err); !ok {
+		return ErrUnavailable // network, timeout, closed connection
+	}
+	return classifyReply(err.Error())
 }
+
+// classifyReply classifies a Redis error reply by its text.
+func classifyReply(s string) error {
+	code, _, _ := strings.Cut(s, " ")
+	switch {
+	case slices.Contains(authCodes, code), strings.Contains(s, "can't publish to the channel"),
+		strings.Contains(s, "no permissions to"), strings.Contains(s, "The user executing the script can't"):
+		return ErrAuth
+	case slices.Contains(transientCodes, code), strings.Contains(s, "command not allowed when used memory"),
+		strings.Contains(s, "You can't write against a read only replica"):
+		return ErrUnavailable
+	case code == "WRONGTYPE", strings.Contains(s, "not an integer"), strings.Contains(s, "WRONGTYPE"):
+		return ErrNotLock
+	case slices.Contains(invalidCodes, code), strings.Contains(s, "DB index is out of range"):
+		return ErrInvalid
+	}
+	return nil
+}
+
+var (
+	oneLine = oneline.Tidy
+	join    = oneline.Join
+	wrapf   = oneline.Wrapf
+)
 
 // LossKind classifies a loss, for LostError.Kind.
 type LossKind string
@@ -111,7 +184,7 @@ func (e *LostError) Error() string {
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
 	}
-	return s
+	return oneLine(s)
 }
 
 // Unwrap returns ErrLockLost and the error behind the loss.

@@ -12,53 +12,134 @@ import (
 // exampleAddr is the test server; in your code, your Redis master.
 func exampleAddr() string { return shared.Addr() }
 
+// The README's quick start: this function's body is the README's first
+// code block (TestReadme keeps them equal).
 func Example() {
 	ctx := context.Background()
-	c, err := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
+	addr := exampleAddr() // your Redis master, such as "127.0.0.1:6379"
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{addr}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close(context.Background())
+	defer func() { // releases what is still held
+		if err := c.Close(context.Background()); err != nil {
+			fmt.Println("close:", err)
+		}
+	}()
 
-	m := c.Mutex("example:orders:42")
-	h, err := m.Lock(ctx) // waits until free; the watchdog keeps it
+	m := c.Mutex("example:orders:42") // Redisson: redisson.getLock("example:orders:42")
+	h, err := m.Lock(ctx)             // waits until acquired or ctx ends; the watchdog renews it
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	// The Held's context carries the owner: locking with it re-enters.
+	// Redisson's lock.unlock() is h.Unlock: the owner of the hold lives in
+	// h.Context(), not in ctx, so there is no m.Unlock(ctx).
+
+	// The same owner re-enters: lock with h.Context().
 	inner, err := m.Lock(h.Context())
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	n, _ := m.HoldCount(h.Context())
+	n, err := m.HoldCount(h.Context())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("hold count:", n)
-	_ = inner.Unlock(ctx)
-	_ = h.Unlock(ctx)
-	locked, _ := m.IsLocked(ctx)
-	fmt.Println("locked after unlock:", locked)
+	if err := inner.Unlock(ctx); err != nil { // count 1: still held, still renewed
+		fmt.Println(err)
+		return
+	}
+
+	// Any other context is another owner: it waits, here not at all.
+	_, err = m.TryLock(ctx)
+	fmt.Println("another owner:", errors.Is(err, lock.ErrNotAcquired))
+
+	// Work watches h.Context(): it ends with cause lock.ErrLockLost if
+	// the lease is lost.
+	select {
+	case <-h.Done():
+		fmt.Println("lost:", errors.Is(context.Cause(h.Context()), lock.ErrLockLost))
+		return
+	default:
+		fmt.Println("still held")
+	}
+	if err := h.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// A bounded wait, with an explicit lease (no watchdog):
+	h2, err := m.TryLock(ctx, lock.Wait(2*time.Second), lock.Lease(10*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := h2.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// A fencing token for the resource to check (Redisson's RFencedLock):
+	h3, err := m.Lock(ctx, lock.Fenced())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("fenced:", h3.Fence() > 0)
+	if err := h3.Unlock(ctx); err != nil {
+		fmt.Println(err)
+	}
 	// Output:
 	// hold count: 2
-	// locked after unlock: false
+	// another owner: true
+	// still held
+	// fenced: true
 }
 
 func ExampleMutex_TryLock() {
 	ctx := context.Background()
-	a, _ := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
-	defer a.Close(ctx)
-	b, _ := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
-	defer b.Close(ctx)
+	var clients []*lock.Client // two processes, say
+	defer func() {
+		for _, c := range clients {
+			if err := c.Close(ctx); err != nil {
+				fmt.Println(err)
+			}
+		}
+	}()
+	for range 2 {
+		c, err := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		clients = append(clients, c)
+	}
+	a, b := clients[0].Mutex("example:report"), clients[1].Mutex("example:report")
 
-	h, _ := a.Mutex("example:report").Lock(ctx)
-	_, err := b.Mutex("example:report").TryLock(ctx, lock.Wait(50*time.Millisecond))
+	h, err := a.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = b.TryLock(ctx, lock.Wait(50*time.Millisecond))
 	fmt.Println("other process:", errors.Is(err, lock.ErrNotAcquired))
-	_ = h.Unlock(ctx)
+	if err := h.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	h, err = b.Mutex("example:report").TryLock(ctx, lock.Lease(10*time.Second))
+	h, err = b.TryLock(ctx, lock.Lease(10*time.Second))
 	fmt.Println("after release:", err == nil)
-	_ = h.Unlock(ctx)
+	if err != nil {
+		return
+	}
+	if err := h.Unlock(ctx); err != nil {
+		fmt.Println(err)
+	}
 	// Output:
 	// other process: true
 	// after release: true
@@ -68,12 +149,27 @@ func ExampleMutex_TryLock() {
 // cause ErrLockLost if the lease is lost.
 func ExampleHeld_Context() {
 	ctx := context.Background()
-	c, _ := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
-	defer c.Close(ctx)
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		if err := c.Close(ctx); err != nil {
+			fmt.Println(err)
+		}
+	}()
 	m := c.Mutex("example:job")
-	h, _ := m.Lock(ctx)
+	h, err := m.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	_, _ = m.ForceUnlock(ctx) // an operator breaks the lock
+	if _, err := m.ForceUnlock(ctx); err != nil { // an operator breaks the lock
+		fmt.Println(err)
+		return
+	}
 
 	<-h.Done()
 	fmt.Println("lost:", errors.Is(context.Cause(h.Context()), lock.ErrLockLost))
@@ -87,14 +183,32 @@ func ExampleHeld_Context() {
 // rejects a write carrying a token lower than one it has seen.
 func ExampleFenced() {
 	ctx := context.Background()
-	c, _ := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
-	defer c.Close(ctx)
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		if err := c.Close(ctx); err != nil {
+			fmt.Println(err)
+		}
+	}()
 	m := c.Mutex("example:fenced")
-	h1, _ := m.Lock(ctx, lock.Fenced())
-	_ = h1.Unlock(ctx)
-	h2, _ := m.Lock(ctx, lock.Fenced())
-	_ = h2.Unlock(ctx)
-	fmt.Println("increasing:", h2.Fence() > h1.Fence())
+	var last uint64
+	for range 2 {
+		h, err := m.Lock(ctx, lock.Fenced())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("increasing:", h.Fence() > last)
+		last = h.Fence()
+		if err := h.Unlock(ctx); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
 	// Output:
+	// increasing: true
 	// increasing: true
 }

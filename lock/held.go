@@ -3,124 +3,169 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
-
-// holding is one lock held by one holder field of a Client, whatever its
-// hold count: one watchdog entry, one Held per hold.
-type holding struct {
-	name, field string
-	entry       *watchdog.Entry
-	lease       time.Duration // the last acquisition's lease, reset by releases
-	since       time.Time     // first hold
-	helds       []*Held       // live holds, oldest first; guarded by Client.mu
-	lost        *LostError    // guarded by Client.mu
-}
 
 // Held is one hold of a lock, returned by Lock and TryLock. Its Context
 // carries the owner, so Lock with it re-enters (each re-entry is a Held of
 // its own, released by its own Unlock).
 //
-// Context() is cancelled when the hold ends: with cause ErrLockLost (a
-// *LostError) when the lease was lost, context.Canceled after Unlock,
-// ErrClosed when the Client closed. Tell them apart with
-// errors.Is(context.Cause(h.Context()), ErrLockLost). It is derived from
-// the context passed to Lock, so it also ends with that one: a context
-// with a timeout meant for the wait bounds the hold's context too, and a
-// re-entry taken with this Held's context ends when this Held is
-// unlocked. Unlock re-entries in reverse order.
+// Context() keeps the values of the context given to Lock (the owner, a
+// trace span) but not its deadline or cancellation: the context given to
+// Lock bounds the wait, never the hold. It is cancelled when the hold
+// ends, and only then: with cause ErrLockLost (a *LostError) when the
+// lock was lost, plainly (context.Canceled) by this Held's own Unlock,
+// with ErrClosed by Client.Close. Tell them apart with
+// errors.Is(context.Cause(h.Context()), ErrLockLost). A re-entry taken
+// with this Held's context is a hold of its own: it ends with its own
+// Unlock, or with the loss of the lock, which ends every hold of it.
 type Held struct {
-	c        *Client
-	h        *holding
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	owner    uint64
-	at       time.Time
-	fence    uint64
-	reentry  bool
-	mu       sync.Mutex
-	done     bool   // released or finished
-	unlocks  bool   // an Unlock is in flight
-	request  string // release request id, kept across Unlock retries
-	released error  // why done: nil (unlocked), ErrClosed, a *LostError
+	c       *Client
+	l       *ledger
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	owner   uint64
+	at      time.Time
+	fence   uint64
+	reentry bool
+	renew   bool          // taken without Lease: the watchdog renews it
+	lease   time.Duration // its lease (WatchdogTimeout when renewed)
+
+	mu     sync.Mutex
+	done   bool  // ended
+	reason error // why: nil (unlocked), ErrClosed, a *LostError
+	late   bool  // unlocked by the settlement of a failed Unlock: the next Unlock returns nil
 }
 
+// valid reports whether h was returned by Lock or TryLock. A nil or zero
+// Held (the one a failed TryLock returns) holds nothing: its Unlock
+// returns ErrInvalid, its Context is already cancelled with cause
+// ErrInvalid, and its other methods return zero values.
+func (h *Held) valid() bool { return h != nil && h.c != nil && h.l != nil && h.ctx != nil }
+
+// invalidCtx is the Context of a nil or zero Held: cancelled, with cause
+// ErrInvalid.
+var invalidCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(invalidf("a nil or zero Held holds nothing"))
+	return ctx
+}()
+
 // Context returns the hold's context; see Held.
-func (h *Held) Context() context.Context { return h.ctx }
+func (h *Held) Context() context.Context {
+	if !h.valid() {
+		return invalidCtx
+	}
+	return h.ctx
+}
 
 // Done is closed when the hold ends: Context().Done().
-func (h *Held) Done() <-chan struct{} { return h.ctx.Done() }
+func (h *Held) Done() <-chan struct{} { return h.Context().Done() }
 
 // Name returns the lock name.
-func (h *Held) Name() string { return h.h.name }
+func (h *Held) Name() string {
+	if !h.valid() {
+		return ""
+	}
+	return h.l.name
+}
 
 // Fence returns the fencing token of this acquisition when it was taken
 // with the Fenced option, 0 otherwise. Tokens of a name strictly increase
 // across acquisitions, re-entries included.
-func (h *Held) Fence() uint64 { return h.fence }
+func (h *Held) Fence() uint64 {
+	if !h.valid() {
+		return 0
+	}
+	return h.fence
+}
 
 // Reentrant reports whether the owner already held the lock when this hold
 // was acquired.
-func (h *Held) Reentrant() bool { return h.reentry }
+func (h *Held) Reentrant() bool { return h.valid() && h.reentry }
 
 // AcquiredAt returns when the hold was acquired.
-func (h *Held) AcquiredAt() time.Time { return h.at }
+func (h *Held) AcquiredAt() time.Time {
+	if !h.valid() {
+		return time.Time{}
+	}
+	return h.at
+}
 
 // Owner returns the owner token of the hold.
-func (h *Held) Owner() uint64 { return h.owner }
+func (h *Held) Owner() uint64 {
+	if !h.valid() {
+		return 0
+	}
+	return h.owner
+}
 
-// finish ends the hold locally with cause (nil: a plain Unlock).
+// finish ends the hold locally with cause (nil: a plain Unlock). The
+// first end is the one that counts.
 func (h *Held) finish(cause error) {
 	h.mu.Lock()
 	if !h.done {
 		h.done = true
-		h.released = cause
+		h.reason = cause
 	}
 	h.mu.Unlock()
 	h.cancel(cause)
 }
 
+// ended returns whether the hold ended, and the error an Unlock of it
+// returns then: its LostError, ErrClosed, or ErrNotHeld after an Unlock.
+func (h *Held) ended() (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.done {
+		return false, nil
+	}
+	var lost *LostError
+	switch {
+	case errors.As(h.reason, &lost):
+		return true, lost
+	case errors.Is(h.reason, ErrClosed):
+		return true, ErrClosed
+	case h.late:
+		h.late = false
+		return true, nil // the failed Unlock's release went through
+	}
+	return true, ErrNotHeld
+}
+
 // Unlock releases this hold: the hold count goes down by one, and the lock
 // is free when it reaches 0 (one waiter is then woken, here or in a
-// Redisson service). A release whose reply is lost is retried until ctx
-// ends, with the same request id: Redis's unlock latch makes every retry
-// return the first answer, so a hold is never released twice. A failed
-// Unlock may be called again.
+// Redisson service). A release whose reply is lost is asked again with
+// the same request id until ctx ends, and answered, not applied twice. If
+// ctx ends first, Unlock returns ErrUnavailable, and the Client completes
+// the release in the background: it settles what the request did and
+// releases the hold if it did not run; the last hold of a lock is no
+// longer renewed meanwhile. The hold's context ends when that is done:
+// plainly, or with a *LostError if the lock was lost first or its lease is
+// judged run out before Redis answers. Calling Unlock again waits for that
+// outcome (nil once released), and never releases twice. Unlock never
+// waits longer than the lock's lease: when the lease must have run out
+// unanswered, the hold is lost and Unlock returns its *LostError.
+//
+// Holds of one owner change their count one at a time: Unlock waits for a
+// re-entry in flight of the same owner.
 //
 // May return ErrNotHeld (already unlocked), ErrLockLost (a *LostError: the
-// lock was lost before), ErrClosed, ErrUnavailable, ErrInvalid.
+// lock was lost), ErrClosed, ErrUnavailable, ErrInvalid.
 func (h *Held) Unlock(ctx context.Context) error {
+	if !h.valid() {
+		return invalidf("Unlock of a nil or zero Held (a failed Lock or TryLock returns nil): it holds nothing")
+	}
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	h.mu.Lock()
-	if h.done || h.unlocks {
-		why := h.released
-		inflight := h.unlocks
-		h.mu.Unlock()
-		var lost *LostError
-		switch {
-		case errors.As(why, &lost):
-			return lost
-		case errors.Is(why, ErrClosed):
-			return ErrClosed
-		case inflight:
-			return errors.Join(ErrNotHeld, errors.New("rlock: unlock already in progress"))
-		}
-		return ErrNotHeld
+	if done, err := h.ended(); done {
+		return err
 	}
-	h.unlocks = true
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		h.unlocks = false
-		h.mu.Unlock()
-	}()
-
 	c := h.c
 	if err := c.enter(); err != nil {
 		return err
@@ -129,138 +174,164 @@ func (h *Held) Unlock(ctx context.Context) error {
 	start := time.Now()
 	released, err := c.unlock(ctx, h)
 	if c.obs != nil && c.obs.Release != nil {
-		c.obs.Release(ctx, Release{Name: h.h.name, Addr: c.addr, Owner: h.owner, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
+		c.obs.Release(ctx, Release{Name: h.l.name, Addr: c.at(h.l.name), Owner: h.owner, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
 	}
 	return err
 }
 
-// unlock releases one hold of held and updates the local state.
-func (c *Client) unlock(ctx context.Context, held *Held) (released bool, err error) {
-	hd := held.h
+// unlock releases one hold of h, holding the ledger's turn.
+func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error) {
+	l := h.l
+	c.useLedger(l)
+	defer c.unuse(l)
+	if err := l.take(ctx, c.done, h.ctx.Done()); err != nil {
+		if done, herr := h.ended(); done {
+			return false, herr
+		}
+		if errors.Is(err, ErrClosed) {
+			return false, ErrClosed // Close releases it
+		}
+		return false, wrapf(err, "unlock of %q not sent: another operation of its owner is in flight", l.name)
+	}
+	defer l.give()
+	if err := c.settle(ctx, l, h.ctx.Done(), c.done); err != nil {
+		if done, herr := h.ended(); done {
+			return false, join(herr, err)
+		}
+		return false, join(err, ctx.Err())
+	}
+	if done, herr := h.ended(); done {
+		if herr == nil { // the earlier Unlock's release went through
+			rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+			c.releaseStrays(rctx, l)
+			cancel()
+		}
+		return false, herr
+	}
 	c.mu.Lock()
-	lost := hd.lost
+	entry := l.entry
+	lease := c.leaseAfter(l, h)
 	c.mu.Unlock()
-	if lost != nil {
-		return false, lost
+	if l.count <= 1 && entry != nil {
+		// The last hold: no renewal may land after the release, or it
+		// would read as a loss. The entry is still judged meanwhile.
+		if err := c.wd.Begin(ctx, entry); err != nil {
+			return false, join(masterErr(c.errAt(l.name), "release", err), ctx.Err())
+		}
+		defer c.wd.End(entry)
 	}
-	if err := c.wd.Begin(ctx, hd.entry); err != nil {
-		return false, errors.Join(masterErr(c.addr, "release", err), ctx.Err())
-	}
-	defer c.wd.End(hd.entry)
-	res, err := c.release(ctx, held, c.done)
+	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
+		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
+	sent := time.Now()
+	var res reentrant.ReleaseResult
+	res, err = c.sendRelease(ctx, r, h.ctx.Done(), c.done) // Close takes over
 	if err != nil {
-		return false, err
+		return false, c.unconfirmed(l, h, &request{id: r.RequestID, release: h, sent: sent}, err)
 	}
-	if res == reentrant.StillHeld {
+	if res == reentrant.Fenced {
+		return false, masterErr(c.errAt(l.name), "release", fmt.Errorf("%w: a new request was fenced", reentrant.ErrUnexpectedReply))
+	}
+	c.released(ctx, l, h, res)
+	if _, herr := h.ended(); !errors.Is(herr, ErrNotHeld) {
+		return false, herr
+	}
+	return res == reentrant.Released, nil
+}
+
+// unconfirmed handles a release of h that got no answer (err), holding
+// the turn, and returns Unlock's error. A refusal by the server changed
+// nothing. Otherwise the release may still run: it is recorded for the
+// settler, which finds out what it did and completes it; meanwhile the
+// hold is not renewed if it was the last, and its context ends when the
+// settler is done: plainly, or with a LostError if the lock was lost first
+// (or its lease is judged run out before an answer).
+func (c *Client) unconfirmed(l *ledger, h *Held, u *request, err error) error {
+	if !errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	c.setUnsettled(l, u)
+	defer c.settleLater(l)
+	if done, herr := h.ended(); done {
+		return join(herr, ErrUnavailable)
+	}
+	if l.count <= 1 {
 		c.mu.Lock()
-		hd.helds = without(hd.helds, held)
-		last := len(hd.helds) == 0
-		c.mu.Unlock()
-		if !last {
-			held.finish(nil)
-			return false, nil
+		if h.renew {
+			h.renew = false
+			l.renewing--
 		}
-		// Redis counts more holds than there are Helds (a re-entry whose
-		// reply was lost): nobody here holds the lock any more, so give
-		// the extra holds back rather than renew them forever.
-		res, err = c.releaseExtra(ctx, held)
-		if err != nil {
-			return false, err
+		renew, e := l.renewing > 0, l.entry
+		c.mu.Unlock()
+		if e != nil {
+			c.wd.SetRenew(e, renew)
 		}
 	}
+	return wrapf(err, "unlock of %q unconfirmed (it is completed in the background; the hold's context ends then)", l.name)
+}
+
+// leaseAfter is the lease a partial release of h sets (never shortening
+// the key's expiry): the longest among the other live holds. Client.mu
+// held.
+func (c *Client) leaseAfter(l *ledger, h *Held) time.Duration {
+	lease := time.Duration(0)
+	for _, o := range l.helds {
+		if o != h {
+			lease = max(lease, o.lease)
+		}
+	}
+	if lease == 0 {
+		lease = c.cfg.WatchdogTimeout
+	}
+	return lease
+}
+
+// released applies a release's answer for h, holding the turn.
+func (c *Client) released(ctx context.Context, l *ledger, h *Held, res reentrant.ReleaseResult) {
 	switch res {
 	case reentrant.StillHeld:
-		held.finish(nil)
-		return false, nil
+		l.count = max(l.count-1, 1) // a hold remains in Redis, known or not
+		if c.endHeld(l, h, nil) == 0 && l.count > 0 {
+			rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+			c.releaseStrays(rctx, l)
+			cancel()
+		}
 	case reentrant.Released:
-		c.mu.Lock()
-		helds := hd.helds
-		hd.helds = nil
-		if c.holdings[key(hd.name, hd.field)] == hd {
-			delete(c.holdings, key(hd.name, hd.field))
+		l.count = 0
+		c.kickQueue(l.name)
+		if c.endHeld(l, h, nil) > 0 {
+			c.loseAll(l, LossNotHeld, "Redis released the lock while this owner had other holds of it")
 		}
-		c.mu.Unlock()
-		c.wd.Remove(hd.entry)
-		held.finish(nil)
-		for _, o := range helds { // holds released out of band (Redis said the count was 1)
-			if o != held {
-				o.finish(nil)
-			}
-		}
-		return true, nil
+	default:
+		l.count = 0
+		c.loseAll(l, LossNotHeld, "release found the lock no longer held")
 	}
-	// Not held: the key is gone or another holder took it.
-	c.wd.Lose(hd.entry, watchdog.NotHeld, "release found the lock no longer held")
-	c.mu.Lock()
-	lost = hd.lost
-	c.mu.Unlock()
-	if lost == nil {
-		lost = &LostError{Name: hd.name, Addr: c.addr, Kind: LossNotHeld, Reason: "release found the lock no longer held"}
-		held.finish(lost)
-	}
-	return false, lost
 }
 
-// releaseExtra releases the holds Redis counts beyond the local ones, each
-// with a request id of its own, until the lock is free.
-func (c *Client) releaseExtra(ctx context.Context, held *Held) (reentrant.ReleaseResult, error) {
-	res := reentrant.StillHeld
-	for i := 0; i < 16 && res == reentrant.StillHeld; i++ {
-		held.mu.Lock()
-		held.request = ""
-		held.mu.Unlock()
-		var err error
-		if res, err = c.release(ctx, held, c.done); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
-}
-
-// release sends the release script for one hold, retrying lost replies
-// with the hold's request id until ctx ends or stop closes.
-func (c *Client) release(ctx context.Context, held *Held, stop <-chan struct{}) (reentrant.ReleaseResult, error) {
-	held.mu.Lock()
-	if held.request == "" {
-		held.request = reentrant.NewRequestID()
-	}
-	req := held.request
-	held.mu.Unlock()
+// endHeld ends h with cause and returns how many live holds remain; the
+// last one stops the watchdog's tracking.
+func (c *Client) endHeld(l *ledger, h *Held, cause error) int {
 	c.mu.Lock()
-	lease := held.h.lease
+	before := len(l.helds)
+	l.helds = without(l.helds, h)
+	if len(l.helds) < before && h.renew {
+		l.renewing--
+	}
+	n := len(l.helds)
+	e := l.entry
+	renew := l.renewing > 0
+	if n == 0 {
+		l.entry = nil
+	}
 	c.mu.Unlock()
-	r := reentrant.Release{
-		Name: held.h.name, Field: held.h.field, Lease: lease,
-		RequestID: req, Publish: c.publish, LatchTTL: unlockLatchTTL,
+	if e != nil {
+		if n == 0 {
+			c.wd.Remove(e)
+		} else {
+			c.wd.SetRenew(e, renew)
+		}
 	}
-	delay := 5 * time.Millisecond
-	for {
-		actx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
-		res, err := r.Run(actx, c.rc)
-		cancel()
-		if err == nil {
-			select {
-			case c.latches <- reentrant.LatchName(r.Name, r.RequestID):
-			default: // the latch expires by itself
-			}
-			return res, nil
-		}
-		err = masterErr(c.addr, "release", err)
-		if !errors.Is(err, ErrUnavailable) {
-			return res, err // the server refused it: retrying cannot help
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return res, errors.Join(err, ctx.Err())
-		case <-stop:
-			t.Stop()
-			return res, errors.Join(err, ErrClosed)
-		}
-		delay = min(2*delay, time.Second)
-	}
+	h.finish(cause)
+	return n
 }
 
 func without(hs []*Held, h *Held) []*Held {
@@ -277,29 +348,3 @@ func without(hs []*Held, h *Held) []*Held {
 type holdKey struct{ name, field string }
 
 func key(name, field string) holdKey { return holdKey{name, field} }
-
-// onLost is the watchdog's report that hd was lost.
-func (c *Client) onLost(hd *holding, le *watchdog.LossError) {
-	lost := &LostError{Name: hd.name, Addr: c.addr, Kind: LossKind(le.Kind), Reason: le.Reason, Err: le.Err}
-	if le.Err != nil {
-		lost.Err = masterErr(c.addr, "renew", le.Err)
-	}
-	c.mu.Lock()
-	if hd.lost != nil {
-		c.mu.Unlock()
-		return
-	}
-	hd.lost = lost
-	if c.holdings[key(hd.name, hd.field)] == hd {
-		delete(c.holdings, key(hd.name, hd.field))
-	}
-	helds := hd.helds
-	hd.helds = nil
-	c.mu.Unlock()
-	for _, h := range helds {
-		h.finish(lost)
-	}
-	if c.obs != nil && c.obs.Loss != nil && len(helds) > 0 {
-		c.obs.Loss(helds[0].ctx, Loss{Name: hd.name, Addr: c.addr, Owner: helds[0].owner, HeldFor: time.Since(hd.since), Err: lost})
-	}
-}

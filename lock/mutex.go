@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/rlock-go/rlock/pubsub"
 	"github.com/rlock-go/rlock/reentrant"
@@ -37,8 +40,13 @@ func (c *Client) Mutex(name string) *Mutex {
 	return m
 }
 
-// Name returns the lock name.
-func (m *Mutex) Name() string { return m.name }
+// Name returns the lock name ("" for a nil Mutex).
+func (m *Mutex) Name() string {
+	if m == nil {
+		return ""
+	}
+	return m.name
+}
 
 // Option modifies one Lock or TryLock call.
 type Option func(*options) error
@@ -105,27 +113,51 @@ func (m *Mutex) check(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	if m == nil || m.c == nil {
-		return invalidf("nil Mutex")
+	if m == nil || !m.c.valid() {
+		return invalidf("nil or zero Mutex, or one of a nil or zero Client: make Mutexes with Client.Mutex")
 	}
 	return m.err
+}
+
+// parseOptions applies opts to a Lock (blocking) or TryLock call.
+func parseOptions(blocking bool, opts []Option) (options, error) {
+	var o options
+	for _, opt := range opts {
+		if opt == nil {
+			return o, invalidf("nil Option")
+		}
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	if blocking && o.hasWait {
+		return o, invalidf("Wait is TryLock's option; Lock waits until ctx ends")
+	}
+	return o, nil
+}
+
+// acquisition is one Lock or TryLock call in progress.
+type acquisition struct {
+	m        *Mutex
+	c        *Client
+	ctx      context.Context // the caller's, carrying the owner
+	octx     context.Context // the Observer's, from AcquireStart
+	l        *ledger
+	owner    uint64
+	o        options
+	blocking bool
+	start    time.Time
+	deadline time.Time  // TryLock's; zero for Lock
+	end      AcquireEnd // the Observer's account, filled as it goes
 }
 
 func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held *Held, err error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	var o options
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, invalidf("nil Option")
-		}
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	if blocking && o.hasWait {
-		return nil, invalidf("Wait is TryLock's option; Lock waits until ctx ends")
+	o, err := parseOptions(blocking, opts)
+	if err != nil {
+		return nil, err
 	}
 	c := m.c
 	if err := c.enter(); err != nil {
@@ -134,83 +166,256 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	defer c.exit()
 
 	ctx, owner := ownerOf(ctx)
-	field := reentrant.Field(c.id, owner)
-	start := time.Now()
-	var end AcquireEnd
-	octx := ctx
-	if c.obs != nil {
-		if c.obs.AcquireStart != nil {
-			if x := c.obs.AcquireStart(ctx, AcquireStart{Name: m.name, Addr: c.addr, Owner: owner, Blocking: blocking, Wait: o.wait, Lease: o.lease}); x != nil {
-				octx = x
-			}
-		}
-		if c.obs.AcquireEnd != nil {
-			defer func() {
-				end.Name, end.Addr, end.Acquired, end.Err = m.name, c.addr, err == nil, err
-				end.Duration = time.Since(start)
-				if held != nil {
-					end.Reentrant, end.Fence, end.AcquiredAt = held.reentry, held.fence, held.at
-				}
-				c.obs.AcquireEnd(octx, end)
-			}()
-		}
-	}
-
-	var deadline time.Time
+	l := c.use(m.name, reentrant.Field(c.id, owner))
+	defer c.unuse(l)
+	a := &acquisition{m: m, c: c, ctx: ctx, octx: ctx, l: l, owner: owner, o: o, blocking: blocking, start: time.Now()}
 	if !blocking {
-		deadline = start.Add(o.wait)
+		a.deadline = a.start.Add(o.wait)
 	}
-	var w *pubsub.Waiter
-	subscribed := false
+	if c.obs != nil && c.obs.AcquireStart != nil {
+		if x := c.obs.AcquireStart(ctx, AcquireStart{Name: m.name, Addr: c.at(m.name), Owner: owner, Blocking: blocking, Wait: o.wait, Lease: o.lease}); x != nil {
+			a.octx = x
+		}
+	}
+	if c.obs != nil && c.obs.AcquireEnd != nil {
+		defer func() { a.observeEnd(held, err) }()
+	}
+	return a.run()
+}
+
+// observeEnd reports the call's end to the Observer.
+func (a *acquisition) observeEnd(held *Held, err error) {
+	end := a.end
+	end.Name, end.Addr, end.Acquired, end.Err = a.m.name, a.c.at(a.m.name), err == nil, err
+	end.Duration = time.Since(a.start)
+	if held != nil {
+		end.Reentrant, end.Fence, end.AcquiredAt = held.reentry, held.fence, held.at
+	}
+	a.c.obs.AcquireEnd(a.octx, end)
+}
+
+// waiting reports a wait to the Observer.
+func (a *acquisition) waiting(ttl time.Duration, err error) {
+	if a.c.obs != nil && a.c.obs.Waiting != nil {
+		a.c.obs.Waiting(a.octx, Waiting{Name: a.m.name, Addr: a.c.at(a.m.name), TTL: ttl, Err: err})
+	}
+}
+
+// try makes one attempt, counted for the Observer.
+func (a *acquisition) try() (outcome, error) {
+	a.end.Attempts++
+	return a.m.attempt(a.ctx, a.l, a.owner, a.o)
+}
+
+// run acquires: at once for a re-entry or a TryLock that does not wait,
+// else in the queue of this Client's waiters for the name.
+func (a *acquisition) run() (held *Held, err error) {
+	m, c := a.m, a.c
+	if held, done, err := a.direct(); done {
+		return held, err
+	}
+	q, mb := c.joinQueue(m.name)
+	defer c.leaveQueue(q, mb)
+	// A wake-up taken from the subscription and not used by an answered
+	// attempt is passed on when the call leaves: another waiter of the
+	// channel (a multi-master lock of this process) may need it.
+	var unused *pubsub.Waiter
 	defer func() {
-		if w != nil {
-			w.Close()
+		if err != nil && unused != nil {
+			unused.Pass()
 		}
 	}()
+	var (
+		ttl        = time.Duration(-1)
+		subscribed bool
+		outage     *backoff.ExponentialBackOff
+	)
 	for {
-		att, sent, err := m.attempt(ctx, field, o)
-		end.Attempts++
-		if err != nil {
+		if err := m.awaitHead(a.ctx, mb, a.deadline, ttl); err != nil {
 			return nil, err
 		}
-		if att.Acquired {
-			return m.hold(ctx, owner, field, o, sent, att)
-		}
-		left := time.Duration(1<<63 - 1)
-		if !deadline.IsZero() {
-			if left = time.Until(deadline); left <= 0 {
-				return nil, notAcquired(m.name, att.TTL)
-			}
-		}
-		if !subscribed {
-			subscribed = true
-			// Subscribe before the next attempt, so that a release
-			// between that attempt and the sleep still wakes us.
-			sctx, cancel := context.WithTimeout(ctx, min(left, c.cfg.CommandTimeout))
-			w, err = c.hub.Subscribe(sctx, reentrant.ChannelName(m.name))
-			cancel()
-			if err != nil {
-				w = nil // sleep on the lease alone: slower, never wrong
-				if ctx.Err() != nil {
-					return nil, errors.Join(ErrNotAcquired, ctx.Err())
-				}
+		att, err := a.try()
+		if err != nil {
+			if err := a.retryAfter(err, &outage); err != nil {
+				return nil, err
 			}
 			continue
 		}
-		sleep := att.TTL
-		if sleep < 0 { // the key has no expiry: only a message ends the wait
-			sleep = left
-			if w == nil {
-				sleep = min(left, time.Second)
-			}
+		outage, unused = nil, nil
+		if att.held != nil {
+			return att.held, nil
 		}
-		sleep = min(sleep, left)
-		slept, err := m.sleep(octx, ctx, w, sleep, att.TTL)
-		end.Waited += slept
-		if err != nil {
+		ttl = att.TTL
+		if unused, err = a.waitBusy(q, att.TTL, &subscribed); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// direct makes the one attempt of a re-entry, or of a TryLock that does
+// not wait, without queueing: the owner holds the lock, or the caller
+// asked only whether it is free now. done reports that the call ends
+// with its result.
+func (a *acquisition) direct() (held *Held, done bool, err error) {
+	if !a.c.holds(a.l) && (a.blocking || a.o.wait != 0) {
+		return nil, false, nil
+	}
+	att, err := a.try()
+	if err != nil || att.held != nil {
+		return att.held, true, err
+	}
+	if !a.blocking && a.o.wait == 0 {
+		return nil, true, notAcquired(a.m.name, att.TTL)
+	}
+	return nil, false, nil
+}
+
+// waitBusy waits after an attempt found the lock held: the first time it
+// subscribes (before the next attempt, so that a release between that
+// attempt and the sleep still wakes us), later it sleeps until woken. It
+// returns the subscription whose wake-up it took, if any: unused until an
+// attempt is answered.
+func (a *acquisition) waitBusy(q *queue, ttl time.Duration, subscribed *bool) (*pubsub.Waiter, error) {
+	left, err := a.left(ttl)
+	if err != nil {
+		return nil, err
+	}
+	if !*subscribed {
+		*subscribed = true
+		return nil, a.subscribe(q, left)
+	}
+	w, reason, err := a.sleep(q, ttl, left)
+	if err != nil || (reason != WakeMessage && reason != WakeReconnect) {
+		return nil, err
+	}
+	return w, nil
+}
+
+// retryAfter waits out a failed attempt of a blocking Lock (an outage),
+// or returns err when the call must end with it.
+func (a *acquisition) retryAfter(err error, outage **backoff.ExponentialBackOff) error {
+	d, ok := a.c.rideOut(a.ctx, a.blocking, err, outage)
+	if !ok {
+		return err
+	}
+	a.waiting(d, err)
+	if _, _, err := a.m.sleep(a.octx, a.ctx, nil, nil, d, WakeRetry); err != nil {
+		return err
+	}
+	return nil
+}
+
+// left returns the time left before TryLock's deadline (no bound for
+// Lock), or ErrNotAcquired when none is.
+func (a *acquisition) left(ttl time.Duration) (time.Duration, error) {
+	left := time.Duration(1<<63 - 1)
+	if !a.deadline.IsZero() {
+		if left = time.Until(a.deadline); left <= 0 {
+			return 0, notAcquired(a.m.name, ttl)
+		}
+	}
+	return left, nil
+}
+
+// subscribe has the queue subscribe to the lock's channel, bounded by
+// left and CommandTimeout.
+func (a *acquisition) subscribe(q *queue, left time.Duration) error {
+	sctx, cancel := context.WithTimeout(a.ctx, min(left, a.c.cfg.CommandTimeout))
+	a.c.subscription(sctx, q)
+	cancel()
+	if a.ctx.Err() != nil {
+		return join(ErrNotAcquired, context.Cause(a.ctx))
+	}
+	return nil
+}
+
+// sleep waits for a wake-up on the queue's subscription, at most the
+// holder's TTL and the time left. It returns the subscription slept on.
+func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, WakeReason, error) {
+	c := a.c
+	sctx, cancel := context.WithTimeout(a.ctx, min(left, c.cfg.CommandTimeout))
+	w := c.subscription(sctx, q) // nil: sleep on the lease alone, slower but never wrong
+	cancel()
+	sleep := ttl
+	if sleep < 0 { // the key has no expiry: only a message ends the wait
+		sleep = left
+		if w == nil {
+			sleep = min(left, time.Second)
+		}
+	}
+	sleep = min(sleep, left)
+	a.waiting(ttl, nil)
+	slept, reason, err := a.m.sleep(a.octx, a.ctx, w, q.kick, sleep, WakeTimeout)
+	a.end.Waited += slept
+	return w, reason, err
+}
+
+// holds reports whether l's owner holds the lock, as far as this Client
+// knows.
+func (c *Client) holds(l *ledger) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(l.helds) > 0
+}
+
+// awaitHead waits until mb heads its queue, ctx ends, the Client closes
+// or the deadline (if any) passes.
+func (m *Mutex) awaitHead(ctx context.Context, mb *member, deadline time.Time, ttl time.Duration) error {
+	select {
+	case <-mb.head:
+		return nil
+	default:
+	}
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-mb.head:
+		return nil
+	case <-ctx.Done():
+		return join(ErrNotAcquired, context.Cause(ctx))
+	case <-m.c.done:
+		return ErrClosed
+	case <-timeout:
+		return notAcquired(m.name, ttl)
+	}
+}
+
+// rideOut decides whether a blocking Lock waits out a failed attempt: an
+// outage (Redis unreachable, a failover in progress) is transient until
+// ctx ends. It returns the jittered delay before the next attempt.
+func (c *Client) rideOut(ctx context.Context, blocking bool, err error, bo **backoff.ExponentialBackOff) (time.Duration, bool) {
+	if !blocking || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || c.isClosed() {
+		return 0, false
+	}
+	if *bo == nil {
+		*bo = backoff.NewExponentialBackOff(
+			backoff.WithInitialInterval(50*time.Millisecond),
+			backoff.WithMaxInterval(time.Second),
+			backoff.WithRandomizationFactor(0.5),
+			backoff.WithMultiplier(2),
+			backoff.WithMaxElapsedTime(0))
+	}
+	if isReadOnly(err) && (*bo).GetElapsedTime() > c.failoverWindow() {
+		// Not a failover in progress: the configured master is a replica.
+		return 0, false
+	}
+	return (*bo).NextBackOff(), true
+}
+
+// failoverWindow is how long a blocking Lock takes a master answering
+// READONLY (a replica: a failover in progress) for an outage before it
+// reports the error: the longer of 10s and the watchdog's lease.
+func (c *Client) failoverWindow() time.Duration {
+	return max(10*time.Second, c.cfg.WatchdogTimeout)
+}
+
+// isReadOnly reports whether err is a replica's READONLY answer.
+func isReadOnly(err error) bool {
+	return strings.Contains(err.Error(), "READONLY")
 }
 
 func notAcquired(name string, ttl time.Duration) error {
@@ -236,12 +441,10 @@ func (e *ConflictError) Error() string {
 // Unwrap returns ErrNotAcquired.
 func (e *ConflictError) Unwrap() error { return ErrNotAcquired }
 
-// sleep waits for a wake-up, the timeout, ctx or Close.
-func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, d, ttl time.Duration) (time.Duration, error) {
+// sleep waits for a wake-up (an unlock message, or a release by this
+// Client: kick), the timeout, ctx or Close.
+func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, kick <-chan struct{}, d time.Duration, onTimer WakeReason) (time.Duration, WakeReason, error) {
 	c := m.c
-	if c.obs != nil && c.obs.Waiting != nil {
-		c.obs.Waiting(octx, Waiting{Name: m.name, Addr: c.addr, TTL: ttl})
-	}
 	var wake <-chan pubsub.Reason
 	if w != nil {
 		wake = w.C()
@@ -256,135 +459,212 @@ func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, d, ttl time.D
 		if r == pubsub.Reconnect {
 			reason = WakeReconnect
 		}
+	case <-kick:
+		reason = WakeRelease
 	case <-t.C:
-		reason = WakeTimeout
+		reason = onTimer
 	case <-ctx.Done():
-		return time.Since(start), errors.Join(ErrNotAcquired, ctx.Err())
+		return time.Since(start), "", join(ErrNotAcquired, context.Cause(ctx))
 	case <-c.done:
-		return time.Since(start), ErrClosed
+		return time.Since(start), "", ErrClosed
 	}
 	slept := time.Since(start)
 	if c.obs != nil && c.obs.WakeUp != nil {
-		c.obs.WakeUp(octx, WakeUp{Name: m.name, Addr: c.addr, Reason: reason, Slept: slept})
+		c.obs.WakeUp(octx, WakeUp{Name: m.name, Addr: c.at(m.name), Reason: reason, Slept: slept})
 	}
-	return slept, nil
+	return slept, reason, nil
 }
 
-// attempt sends one acquire script. It is not cancelled by ctx's
-// cancellation: its outcome must be known (see hold). It is bounded by
-// CommandTimeout and by ctx's deadline; past either, the outcome is
-// unknown and compensate undoes it in the background.
-func (m *Mutex) attempt(ctx context.Context, field string, o options) (reentrant.Attempt, time.Time, error) {
+// outcome is one attempt's result: a Held, or the holder's TTL.
+type outcome struct {
+	held *Held
+	TTL  time.Duration
+}
+
+// attempt makes one acquisition attempt, holding the ledger's turn from
+// before the request is sent until its outcome is known, or recorded as
+// unsettled and handed to a settler. A lost reply is asked again with the
+// same request id (its answer is the request's own, never a second hold)
+// until ctx ends, the Client closes, or the lease the request would set
+// must have run out.
+func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options) (outcome, error) {
 	c := m.c
-	select {
-	case <-ctx.Done():
-		return reentrant.Attempt{}, time.Time{}, errors.Join(ErrNotAcquired, ctx.Err())
-	case <-c.done:
-		return reentrant.Attempt{}, time.Time{}, ErrClosed
-	default:
+	if err := l.take(ctx, c.done, nil); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return outcome{}, ErrClosed
+		}
+		return outcome{}, join(ErrNotAcquired, err)
 	}
-	lease := o.lease
-	if lease == 0 {
-		lease = c.cfg.WatchdogTimeout
-	}
-	actx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
-	defer cancel()
-	if dl, ok := ctx.Deadline(); ok {
-		var cancelDl context.CancelFunc
-		actx, cancelDl = context.WithDeadline(actx, dl)
-		defer cancelDl()
-	}
-	sent := time.Now()
-	var att reentrant.Attempt
-	var err error
-	if o.fenced {
-		att, err = reentrant.AcquireFenced(actx, c.rc, m.name, field, lease)
-	} else {
-		att, err = reentrant.Acquire(actx, c.rc, m.name, field, lease)
-	}
+	defer l.give()
+	// An earlier request's fate first, for as long as one command may
+	// take: an outage is the caller's to ride out, not this attempt's.
+	sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
+	err := c.settle(sctx, l, c.done)
+	cancel()
 	if err != nil {
-		err = masterErr(c.addr, "acquire", err)
-		if errors.Is(err, ErrUnavailable) {
-			m.compensate(field)
-		}
-		if ctx.Err() != nil {
-			err = errors.Join(ErrNotAcquired, err, ctx.Err())
-		}
-		return att, sent, err
+		return outcome{}, join(ErrNotAcquired, err)
 	}
-	return att, sent, nil
-}
-
-// compensate undoes an acquire whose reply was lost, when the owner held
-// no hold before it: if the script ran, the field holds exactly that one
-// hold, and a release takes it back; if it did not, the release finds
-// nothing. Best effort, bounded by CommandTimeout: failing that, the hold
-// expires with its lease (nothing renews it).
-func (m *Mutex) compensate(field string) {
-	c := m.c
-	c.mu.Lock()
-	_, held := c.holdings[key(m.name, field)]
-	c.mu.Unlock()
-	if held {
-		return // a re-entry's count cannot be told apart: leave it to the lease
-	}
-	r := reentrant.Release{
-		Name: m.name, Field: field, Lease: c.cfg.WatchdogTimeout,
-		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: unlockLatchTTL,
-	}
-	// In the background, so the caller's deadline is not spent twice; the
-	// call is in flight (enter/exit), so Close has not started waiting for
-	// background work yet.
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		rctx, cancel := c.cmdCtx(context.Background())
-		defer cancel()
-		if _, err := r.Run(rctx, c.rc); err == nil {
-			select {
-			case c.latches <- reentrant.LatchName(r.Name, r.RequestID):
-			default:
-			}
-		}
-	}()
-}
-
-// hold records an acquired hold. When ctx ended (or the Client closed)
-// while the acquire was in flight, it gives the hold back at once, so a
-// cancelled Lock leaves nothing behind.
-func (m *Mutex) hold(ctx context.Context, owner uint64, field string, o options, sent time.Time, att reentrant.Attempt) (*Held, error) {
-	c := m.c
 	lease := o.lease
 	if lease == 0 {
 		lease = c.cfg.WatchdogTimeout
 	}
-	k := key(m.name, field)
-	c.mu.Lock()
-	hd := c.holdings[k]
-	reentry := hd != nil
-	if hd == nil {
-		hd = &holding{name: m.name, field: field, since: sent}
-		c.holdings[k] = hd
-		h := hd
-		hd.entry = c.wd.Track(m.name, field, lease, o.lease == 0, sent, func(le *watchdog.LossError) { c.onLost(h, le) })
-	} else {
-		c.wd.Track(m.name, field, lease, o.lease == 0, sent, nil)
-	}
-	hd.lease = lease
-	hctx, cancel := context.WithCancelCause(ctx)
-	held := &Held{c: c, h: hd, ctx: hctx, cancel: cancel, owner: owner, at: sent, fence: att.Token, reentry: reentry}
-	hd.helds = append(hd.helds, held)
-	closed := c.closed
-	c.mu.Unlock()
-
-	if cause := ctx.Err(); cause != nil || closed {
-		rctx, rcancel := c.cmdCtx(context.WithoutCancel(ctx))
-		_, rerr := c.unlock(rctx, held)
-		rcancel()
-		if closed {
-			return nil, errors.Join(ErrClosed, rerr)
+	for {
+		req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
+			RequestID: reentrant.NewRequestID(), Fenced: o.fenced}
+		sent := time.Now()
+		res, err := m.send(ctx, l, req, sent)
+		if err != nil {
+			return outcome{}, err
 		}
-		return nil, errors.Join(ErrNotAcquired, cause, rerr)
+		switch res.Status {
+		case reentrant.Busy:
+			return outcome{TTL: res.TTL}, nil
+		case reentrant.Fewer:
+			// Holds of this owner were lost (expired, deleted, taken):
+			// tell their Helds, then acquire afresh.
+			c.reconcile(l, res.Count)
+			if ctx.Err() != nil { // a re-entry with the lost hold's context
+				return outcome{}, join(ErrNotAcquired, context.Cause(ctx))
+			}
+			continue
+		case reentrant.Cancelled:
+			return outcome{}, masterErr(c.errAt(m.name), "acquire", fmt.Errorf("%w: a new request was cancelled", reentrant.ErrUnexpectedReply))
+		}
+		l.count = res.Count
+		late := time.Since(sent) >= lease-c.wd.Margin(lease)
+		if ctx.Err() != nil || c.isClosed() || late {
+			if err := c.unwanted(ctx, l); err != nil {
+				return outcome{}, err
+			}
+			continue // late: try again at once
+		}
+		return outcome{held: c.record(ctx, l, owner, o, lease, sent, res)}, nil
 	}
-	return held, nil
+}
+
+// send sends an acquire request, asking again after a lost reply until
+// the lease it would set must have run out: a later answer could not be
+// used. A request whose answer could not be had is recorded as unsettled.
+func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireRequest, sent time.Time) (reentrant.AcquireResult, error) {
+	c := m.c
+	rctx, cancel := context.WithDeadline(ctx, sent.Add(req.Lease-c.wd.Margin(req.Lease)))
+	defer cancel()
+	var res reentrant.AcquireResult
+	err := c.retry(rctx, m.name, "acquire", c.done, func(actx context.Context) (err error) {
+		res, err = req.Run(actx, c.rc)
+		return err
+	})
+	if err == nil {
+		return res, nil
+	}
+	if errors.Is(err, ErrUnavailable) {
+		// The request may still run: record it; a settler orders
+		// its fate before any later request of this field.
+		c.setUnsettled(l, &request{id: req.RequestID, sent: sent})
+		c.settleLater(l)
+	}
+	if errors.Is(err, ErrClosed) {
+		return res, err
+	}
+	return res, join(ErrNotAcquired, err, context.Cause(ctx))
+}
+
+// unwanted gives back the hold an acquire just added when its caller
+// asked for no more (ctx ended, the Client closing) or its answer came
+// too late to be used, before anyone else can act on this field. It
+// returns the call's error, or nil when a late answer is to be tried
+// again.
+func (c *Client) unwanted(ctx context.Context, l *ledger) error {
+	gerr := c.giveBack(ctx, l)
+	switch {
+	case c.isClosed():
+		return join(ErrClosed, gerr)
+	case ctx.Err() != nil:
+		return join(ErrNotAcquired, context.Cause(ctx), gerr)
+	case gerr != nil:
+		return join(ErrNotAcquired, gerr)
+	}
+	return nil
+}
+
+// known is the count an acquire tells the script the field has, holding
+// the turn. With no live Held, holds Redis still counts (an acquire that
+// ran after its caller gave up, settled since) belong to nobody: one is
+// adopted by this acquisition — told the script as "one less", which it
+// answers as this request's own hold, without adding one — and more are
+// released first. So the count stays that of the live Helds. A fenced
+// acquisition adopts nothing (it must take a token of its own): it
+// releases every stray first.
+func (c *Client) known(ctx context.Context, l *ledger, fenced bool) int {
+	if l.count == 0 || c.holds(l) {
+		return l.count
+	}
+	if l.count > 1 || fenced {
+		rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+		c.releaseStrays(rctx, l)
+		cancel()
+		if l.count != 1 || l.unsettled != nil || fenced {
+			return l.count
+		}
+	}
+	return l.count - 1
+}
+
+// record makes the Held of an acquisition, holding the turn, and has the
+// watchdog track it: a new entry for a first hold, the same one for a
+// re-entry.
+func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	held := &Held{c: c, l: l, ctx: hctx, cancel: cancel, owner: owner, at: sent, fence: res.Token,
+		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
+	c.mu.Lock()
+	first := l.entry == nil
+	l.helds = append(l.helds, held)
+	if held.renew {
+		l.renewing++
+	}
+	renew := l.renewing > 0
+	if first {
+		l.entry = c.wd.Track(l.name, l.field, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { c.onLost(l, e, le) })
+	} else {
+		c.wd.Extend(l.entry, lease, sent)
+		c.wd.SetRenew(l.entry, renew)
+	}
+	c.mu.Unlock()
+	return held
+}
+
+// giveBack releases the hold an acquire just added, holding the turn: a
+// Lock whose ctx ended (or whose Client closed) while its request was in
+// flight. A lost answer leaves the release unsettled, for a settler.
+func (c *Client) giveBack(ctx context.Context, l *ledger) error {
+	r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
+		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
+	sent := time.Now()
+	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+	defer cancel()
+	res, err := c.sendRelease(rctx, r, nil)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			c.setUnsettled(l, &request{id: r.RequestID, sent: sent})
+			c.settleLater(l)
+		}
+		return err
+	}
+	if res == reentrant.StillHeld {
+		l.count = max(l.count-1, 1)
+	} else {
+		l.count = 0
+	}
+	return nil
+}
+
+// isClosed reports whether Close has begun.
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }

@@ -64,7 +64,10 @@ type AcquireEnd struct {
 type Waiting struct {
 	Name string
 	Addr string
-	TTL  time.Duration // the holder's remaining lease; negative if none
+	TTL  time.Duration // the holder's remaining lease (negative if none); with Err, the delay
+	// Err is set when the waiter waits out an outage (a blocking Lock
+	// whose attempt could not reach Redis) rather than a holder.
+	Err error
 }
 
 // WakeReason says what woke a waiter.
@@ -75,6 +78,8 @@ const (
 	WakeMessage   WakeReason = "message"   // an unlock message
 	WakeReconnect WakeReason = "reconnect" // the subscription reconnected
 	WakeTimeout   WakeReason = "timeout"   // the holder's lease ran out
+	WakeRelease   WakeReason = "release"   // a release by this Client
+	WakeRetry     WakeReason = "retry"     // the delay after an outage ended
 )
 
 // WakeUp describes a waiter waking.

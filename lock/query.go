@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -14,36 +13,6 @@ import (
 // NoExpiry is what RemainingTTL reports for a key without expiry (which
 // no lock writes).
 const NoExpiry = time.Duration(math.MaxInt64)
-
-// Unlock releases one hold of the lock by the owner carried in ctx, the
-// newest one: Redisson's lock.unlock(). Prefer Held.Unlock.
-//
-// May return ErrNotHeld (ctx's owner holds no hold here), and what
-// Held.Unlock returns.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check(ctx); err != nil {
-		return err
-	}
-	owner, ok := OwnerFrom(ctx)
-	if !ok {
-		return errors.Join(ErrNotHeld, errors.New("rlock: the context carries no owner"))
-	}
-	c := m.c
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
-	}
-	var held *Held
-	if hd := c.holdings[key(m.name, reentrant.Field(c.id, owner))]; hd != nil && len(hd.helds) > 0 {
-		held = hd.helds[len(hd.helds)-1]
-	}
-	c.mu.Unlock()
-	if held == nil {
-		return ErrNotHeld
-	}
-	return held.Unlock(ctx)
-}
 
 // IsLocked reports whether anyone (here, another process, or a Redisson
 // service) holds the lock.
@@ -58,16 +27,20 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 }
 
 // HoldCount returns how many holds the owner carried in ctx has on the
-// lock (0 when ctx carries no owner).
+// lock: Redisson's getHoldCount() with the Held's context,
+// m.HoldCount(h.Context()). A ctx that carries no owner (one not derived
+// from a Held's context or WithOwner) is ErrNotHeld, not 0: the owner of
+// a Lock(ctx) lives in the Held's context, not in ctx.
 //
-// May return ErrClosed, ErrUnavailable, ErrInvalid.
+// May return ErrNotHeld, ErrNotLock (the key is not a lock), ErrClosed,
+// ErrUnavailable, ErrInvalid.
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if err := m.check(ctx); err != nil {
 		return 0, err
 	}
 	owner, ok := OwnerFrom(ctx)
 	if !ok {
-		return 0, nil
+		return 0, wrapf(ErrNotHeld, "hold count of %q: the context carries no owner: pass the Held's Context()", m.name)
 	}
 	field := reentrant.Field(m.c.id, owner)
 	var n int
@@ -82,8 +55,11 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 			return err
 		}
 		v, err := strconv.Atoi(s)
+		if err != nil {
+			return wrapf(ErrNotLock, "hold count %q is not an integer", s)
+		}
 		n = v
-		return err
+		return nil
 	})
 	return n, err
 }
@@ -125,18 +101,18 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	deleted, err := reentrant.ForceUnlock(qctx, c.rc, m.name, c.publish)
 	cancel()
 	if err != nil {
-		return false, errors.Join(masterErr(c.addr, "force unlock", err), ctx.Err())
+		return false, join(masterErr(c.errAt(m.name), "force unlock", err), ctx.Err())
 	}
 	c.mu.Lock()
-	var lost []*holding
-	for _, hd := range c.holdings {
-		if hd.name == m.name {
-			lost = append(lost, hd)
+	var lost []*ledger
+	for _, l := range c.ledgers {
+		if l.name == m.name {
+			lost = append(lost, l)
 		}
 	}
 	c.mu.Unlock()
-	for _, hd := range lost {
-		c.wd.Lose(hd.entry, string(LossForceUnlocked), "force-unlocked by this client")
+	for _, l := range lost {
+		c.loseAll(l, LossForceUnlocked, "force-unlocked by this client")
 	}
 	return deleted, nil
 }
@@ -155,10 +131,10 @@ func (m *Mutex) query(ctx context.Context, op string, build func(rueidis.Client)
 	defer cancel()
 	res := c.rc.Do(qctx, build(c.rc))
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		return errors.Join(masterErr(c.addr, op, err), ctx.Err())
+		return join(masterErr(c.errAt(m.name), op, err), ctx.Err())
 	}
 	if err := read(res); err != nil {
-		return masterErr(c.addr, op, err)
+		return masterErr(c.errAt(m.name), op, err)
 	}
 	return nil
 }

@@ -31,13 +31,34 @@ func (m *Mutex) Watch(ctx context.Context) (*Watch, error) {
 	defer c.exit()
 	w, err := c.hub.Subscribe(ctx, reentrant.ChannelName(m.name))
 	if err != nil {
-		return nil, masterErr(c.addr, "subscribe", err)
+		return nil, masterErr(c.errAt(m.name), "subscribe", err)
 	}
 	return &Watch{w: w}, nil
 }
 
 // C receives a value each time the watch is woken; at most one is pending.
-func (w *Watch) C() <-chan pubsub.Reason { return w.w.C() }
+// A nil or zero Watch's C never receives.
+func (w *Watch) C() <-chan pubsub.Reason {
+	if w == nil || w.w == nil {
+		return nil
+	}
+	return w.w.C()
+}
 
 // Close leaves the waiters; an unconsumed wake-up passes to another.
-func (w *Watch) Close() { w.w.Close() }
+func (w *Watch) Close() {
+	if w == nil || w.w == nil {
+		return
+	}
+	w.w.Close()
+}
+
+// Pass hands a wake-up taken from C, and not used by an attempt that got
+// an answer, to another waiter of the lock's channel on this Client
+// (pubsub.Waiter.Pass); never to w itself.
+func (w *Watch) Pass() {
+	if w == nil || w.w == nil {
+		return
+	}
+	w.w.Pass()
+}

@@ -90,6 +90,9 @@ const (
 	// Released: the last hold was released, the key deleted and the unlock
 	// message published.
 	Released
+	// Fenced: a Settle ran before this request, which therefore changed
+	// nothing and never will.
+	Fenced
 )
 
 func (r ReleaseResult) String() string {
@@ -98,6 +101,8 @@ func (r ReleaseResult) String() string {
 		return "still held"
 	case Released:
 		return "released"
+	case Fenced:
+		return "fenced"
 	default:
 		return "not held"
 	}
@@ -135,6 +140,8 @@ func (r Release) Run(ctx context.Context, c rueidis.Client) (ReleaseResult, erro
 		return StillHeld, nil
 	case v == 1:
 		return Released, nil
+	case v == 2:
+		return Fenced, nil
 	}
 	return NotHeld, fmt.Errorf("%w: release returned %d", ErrUnexpectedReply, v)
 }

@@ -2,22 +2,33 @@
 -- KEYS[1] lock name, KEYS[2] channel, KEYS[3] latch key.
 -- ARGV[1] unlock message, ARGV[2] lease ms, ARGV[3] holder field,
 -- ARGV[4] publish command (PUBLISH or SPUBLISH), ARGV[5] latch ttl ms.
+-- A partial release never shortens the key's expiry (Redisson's resets it to the lease).
 -- Returns the latch's value when this request already ran, nil when the field
 -- does not hold the lock, 0 when a hold remains, 1 when the lock was released.
+-- Every command Redis may refuse (a non-integer count, the ACL refusing the
+-- channel, OOM refusing the latch) comes before the first change, so that a
+-- refused release changes nothing.
 local done = redis.call('get', KEYS[3])
 if done ~= false then
     return tonumber(done)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = redis.call('hget', KEYS[1], ARGV[3])
+if count == false then
     return nil
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+count = tonumber(count)
+if count == nil or count ~= math.floor(count) then
+    return redis.error_reply('ERR rlock: hold count of the field is not an integer')
+end
+if count > 1 then
     redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+    redis.call('hincrby', KEYS[1], ARGV[3], -1)
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
+        redis.call('pexpire', KEYS[1], ARGV[2])
+    end
     return 0
 end
-redis.call('del', KEYS[1])
 redis.call(ARGV[4], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+redis.call('del', KEYS[1])
 return 1

@@ -21,6 +21,12 @@ var releaseSrc string
 //go:embed renew.lua
 var renewSrc string
 
+//go:embed acquire_counted.lua
+var acquireCountedSrc string
+
+//go:embed settle.lua
+var settleSrc string
+
 //go:embed force_unlock.lua
 var forceUnlockSrc string
 
@@ -31,6 +37,11 @@ var (
 	ReleaseScript       = NewScript(releaseSrc)
 	RenewScript         = NewScript(renewSrc)
 	ForceUnlockScript   = NewScript(forceUnlockSrc)
+	// AcquireCountedScript is rlock's acquire: Redisson's layout, with an
+	// answer that belongs to one request (see AcquireRequest).
+	AcquireCountedScript = NewScript(acquireCountedSrc)
+	// SettleScript settles a request whose answer was lost (see Settle).
+	SettleScript = NewScript(settleSrc)
 )
 
 // Script is a Lua script with its SHA1, sent by EVALSHA.
@@ -79,12 +90,12 @@ func IsNoScript(err error) bool {
 	return ok && re.IsNoScript()
 }
 
-// Load sends SCRIPT LOAD for the given scripts (default: acquire, fenced
-// acquire, release, renew, force unlock) in one round trip, so that their
+// Load sends SCRIPT LOAD for the given scripts (default: rlock's acquire
+// and settle, release, renew, force unlock) in one round trip, so that their
 // first EVALSHA does not need the NOSCRIPT fallback.
 func Load(ctx context.Context, c rueidis.Client, scripts ...*Script) error {
 	if len(scripts) == 0 {
-		scripts = []*Script{AcquireScript, AcquireFencedScript, ReleaseScript, RenewScript, ForceUnlockScript}
+		scripts = []*Script{AcquireCountedScript, SettleScript, ReleaseScript, RenewScript, ForceUnlockScript}
 	}
 	cmds := make(rueidis.Commands, len(scripts))
 	for i, s := range scripts {

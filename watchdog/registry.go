@@ -15,9 +15,26 @@ type Config struct {
 	Lease time.Duration
 	// Interval is the time between ticks. Required; less than Lease.
 	Interval time.Duration
+	// RoundTrip is the part of the safety margin that stands for one round
+	// trip: a lease is judged lost at its end minus Margin(lease). Default
+	// DefaultRoundTrip.
+	RoundTrip time.Duration
 	// OnTick, when set, is called after every tick that had work, from
 	// the loop's goroutine.
 	OnTick func(Tick)
+}
+
+// DefaultRoundTrip is Config.RoundTrip's default.
+const DefaultRoundTrip = 20 * time.Millisecond
+
+// Margin is how long before a lease's end, as measured from the send time
+// of the request that set it, the lease is judged lost: the clock drift
+// allowed between client and server (1% of the lease plus 2ms, as in
+// Redlock) plus one round trip. Another client can be granted the lock
+// only after the lease ran out on the server, so a loss judged Margin
+// early is signalled before that.
+func (c Config) Margin(lease time.Duration) time.Duration {
+	return lease/100 + 2*time.Millisecond + c.RoundTrip
 }
 
 // Tick reports one tick.
@@ -29,7 +46,7 @@ type Tick struct {
 	Lost       int   // holds declared lost on this tick
 	Failed     int   // holds whose renewal failed but whose lease may still run
 	Err        error // the first renewal error, if any
-	RoundTrips int   // 1 when anything was sent (2 after a NOSCRIPT), else 0
+	RoundTrips int   // round trips sent: 1, more after a NOSCRIPT or a broken connection
 }
 
 // Kinds of loss, for LossError.Kind.
@@ -39,7 +56,8 @@ const (
 	NotHeld = "not_held"
 	// LeaseExpired: an explicit lease (no renewal) ran out.
 	LeaseExpired = "lease_expired"
-	// RenewFailed: renewals failed until the lease must have run out.
+	// RenewFailed: renewals failed (or a release stayed unanswered) until
+	// the lease must have run out.
 	RenewFailed = "renew_failed"
 )
 
@@ -63,14 +81,15 @@ func (e *LossError) Unwrap() error { return e.Err }
 // Entry is one lock held by one holder field, tracked by a Registry.
 type Entry struct {
 	name, field string
-	onLost      func(*LossError)
+	onLost      func(*Entry, *LossError)
 
 	// guarded by Registry.mu
 	renew    bool
-	lease    time.Duration
-	deadline time.Time // when the lease must have run out, monotonic
+	lease    time.Duration // the lease of the request that set deadline
+	deadline time.Time     // when the lease must have run out, monotonic
+	judge    time.Time     // deadline minus the margin: when it is declared lost
 	lastErr  error
-	busy     int // releases in flight: the entry is neither renewed nor declared lost
+	busy     int // releases in flight: not renewed, still judged
 	gone     bool
 }
 
@@ -80,10 +99,10 @@ type Registry struct {
 	cfg Config
 
 	mu       sync.Mutex
-	entries  map[entryKey]*Entry
+	entries  map[*Entry]struct{}
 	inflight map[*Entry]bool // entries of the tick being sent
 	tickDone chan struct{}   // closed when the tick in flight ends
-	nudge    chan struct{}   // tells Run an explicit lease was tracked
+	nudge    chan struct{}   // tells Run that a judgement time moved earlier
 }
 
 // New returns an empty Registry for the master behind c.
@@ -91,46 +110,64 @@ func New(c rueidis.Client, cfg Config) (*Registry, error) {
 	if cfg.Lease <= 0 || cfg.Interval <= 0 || cfg.Interval >= cfg.Lease {
 		return nil, fmt.Errorf("rlock: watchdog: interval %v must be positive and less than lease %v", cfg.Interval, cfg.Lease)
 	}
-	return &Registry{c: c, cfg: cfg, entries: map[entryKey]*Entry{}, nudge: make(chan struct{}, 1)}, nil
+	if cfg.RoundTrip == 0 {
+		cfg.RoundTrip = DefaultRoundTrip
+	}
+	return &Registry{c: c, cfg: cfg, entries: map[*Entry]struct{}{}, nudge: make(chan struct{}, 1)}, nil
 }
-
-// entryKey identifies a lock held by one field. A struct of the two strings,
-// not their concatenation: a map key that allocates nothing.
-type entryKey struct{ name, field string }
-
-func key(name, field string) entryKey { return entryKey{name, field} }
 
 // Track starts tracking a lock that was acquired by a request sent at
 // sent, with the given lease. With renew, the watchdog renews it each
 // tick with the Registry's lease; without, it is declared lost when the
-// lease ends. Tracking a (name, field) that is tracked already updates the
-// entry (a re-entry) and returns it: one entry per lock whatever its hold
-// count. onLost is called at most once, from the loop's goroutine.
-func (r *Registry) Track(name, field string, lease time.Duration, renew bool, sent time.Time, onLost func(*LossError)) *Entry {
+// lease ends. onLost is called at most once, from the loop's goroutine
+// (or Lose's caller). The caller owns the entry: one per held lock.
+func (r *Registry) Track(name, field string, lease time.Duration, renew bool, sent time.Time, onLost func(*Entry, *LossError)) *Entry {
+	e := &Entry{name: name, field: field, onLost: onLost, renew: renew}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := key(name, field)
-	e := r.entries[k]
-	if e == nil {
-		e = &Entry{name: name, field: field, onLost: onLost}
-		r.entries[k] = e
-	}
-	e.renew = e.renew || renew
-	e.lease = lease
-	if d := sent.Add(lease); d.After(e.deadline) {
-		e.deadline = d
-	}
-	if !e.renew {
-		select {
-		case r.nudge <- struct{}{}:
-		default:
-		}
-	}
+	r.entries[e] = struct{}{}
+	r.extendLocked(e, lease, sent)
+	r.mu.Unlock()
+	r.wake()
 	return e
 }
 
-// Begin marks e busy while its holder releases it: ticks neither renew
-// it nor declare it lost. When a tick carrying e is in flight, Begin
+// Extend records another request that set e's lease (a re-entry, a
+// partial release) sent at sent: the lease runs until at least
+// sent+lease. It never moves the end earlier: rlock's scripts never
+// shorten a key's expiry.
+func (r *Registry) Extend(e *Entry, lease time.Duration, sent time.Time) {
+	r.mu.Lock()
+	r.extendLocked(e, lease, sent)
+	r.mu.Unlock()
+}
+
+func (r *Registry) extendLocked(e *Entry, lease time.Duration, sent time.Time) {
+	if d := sent.Add(lease); d.After(e.deadline) {
+		e.deadline, e.lease = d, lease
+		e.judge = d.Add(-r.cfg.Margin(lease))
+	}
+}
+
+// SetRenew turns renewal of e on or off: on while some hold of the lock
+// was taken without an explicit lease.
+func (r *Registry) SetRenew(e *Entry, renew bool) {
+	r.mu.Lock()
+	e.renew = renew
+	r.mu.Unlock()
+	r.wake()
+}
+
+func (r *Registry) wake() {
+	select {
+	case r.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// Begin marks e busy while its holder releases its last hold: ticks do
+// not renew it (a renewal landing after the release would read as a
+// loss), but it is still judged: if its lease must have run out before
+// End, it is declared lost. When a tick carrying e is in flight, Begin
 // waits for it to end (bounded by ctx), so no renewal of e reaches the
 // server after the release that follows. Every Begin needs an End.
 func (r *Registry) Begin(ctx context.Context, e *Entry) error {
@@ -167,13 +204,11 @@ func (r *Registry) Remove(e *Entry) bool {
 }
 
 func (r *Registry) removeLocked(e *Entry) bool {
-	if e.gone {
+	if e == nil || e.gone {
 		return false
 	}
 	e.gone = true
-	if r.entries[key(e.name, e.field)] == e {
-		delete(r.entries, key(e.name, e.field))
-	}
+	delete(r.entries, e)
 	return true
 }
 
@@ -184,10 +219,13 @@ func (r *Registry) Lose(e *Entry, kind, reason string) bool {
 	ok := r.removeLocked(e)
 	r.mu.Unlock()
 	if ok && e.onLost != nil {
-		e.onLost(&LossError{Name: e.name, Kind: kind, Reason: reason})
+		e.onLost(e, &LossError{Name: e.name, Kind: kind, Reason: reason})
 	}
 	return ok
 }
+
+// Margin is the Registry's Config.Margin.
+func (r *Registry) Margin(lease time.Duration) time.Duration { return r.cfg.Margin(lease) }
 
 // Len returns how many locks are tracked.
 func (r *Registry) Len() int {
@@ -196,9 +234,10 @@ func (r *Registry) Len() int {
 	return len(r.entries)
 }
 
-// Run ticks every Interval until ctx ends. Between ticks it also wakes
-// when an explicit lease ends, so that its loss is reported at once rather
-// than at the next tick. One timer, whatever the number of locks.
+// Run ticks every Interval until ctx ends. Between ticks it wakes at the
+// earliest judgement time of any entry, so that a lease that must have
+// run out is reported then, not at the next tick. One timer, whatever the
+// number of locks.
 func (r *Registry) Run(ctx context.Context) {
 	t := time.NewTimer(r.cfg.Interval)
 	defer t.Stop()
@@ -211,68 +250,76 @@ func (r *Registry) Run(ctx context.Context) {
 		case <-r.nudge:
 		}
 		now := time.Now()
-		failing := r.failingDeadline()
-		if !now.Before(next) || (!failing.IsZero() && !now.Before(failing)) {
+		if !now.Before(next) || r.renewalDue(now) {
+			// A renewal that comes late still proves, when it answers 1,
+			// that the hold never lapsed: nobody else could take the key
+			// while our field was in it. So a lease near its end gets a
+			// last renewal (bounded by one RoundTrip) before it is judged.
 			r.Tick(ctx)
-			next = time.Now().Add(r.cfg.Interval)
-			failing = r.failingDeadline()
+			if !now.Before(next) {
+				next = time.Now().Add(r.cfg.Interval)
+			}
 		}
 		wake := next
-		if lease := r.expireLeases(time.Now()); !lease.IsZero() && lease.Before(wake) {
-			wake = lease
-		}
-		// A lock whose renewals fail is judged again when its lease must
-		// have run out, not at the next tick: its loss is reported then.
-		if !failing.IsZero() && failing.Before(wake) {
-			wake = failing
+		if j, _ := r.judgeDue(time.Now(), true); !j.IsZero() && j.Before(wake) {
+			wake = j
 		}
 		t.Reset(time.Until(wake))
 	}
 }
 
-// failingDeadline returns the earliest lease end among renewed entries
-// whose last renewal failed (zero if none).
-func (r *Registry) failingDeadline() (d time.Time) {
+// renewalDue reports whether a renewed entry reached its judgement time.
+func (r *Registry) renewalDue(now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, e := range r.entries {
-		if e.renew && e.lastErr != nil && e.busy == 0 && (d.IsZero() || e.deadline.Before(d)) {
-			d = e.deadline
+	for e := range r.entries {
+		if e.renew && e.busy == 0 && !now.Before(e.judge) {
+			return true
 		}
 	}
-	return d
+	return false
 }
 
-// expireLeases declares lost the explicit leases that ended by now, and
-// returns the earliest end among those still running (zero if none).
-func (r *Registry) expireLeases(now time.Time) (next time.Time) {
-	var expired []*Entry
+// judgeDue declares lost every entry that is not being renewed (an
+// explicit lease, a release in flight) whose judgement time has come, and
+// returns the earliest judgement time among all other entries (zero if
+// none) and how many it declared lost; with report, OnTick hears of them.
+// Renewed entries are judged by their renewals' answers (Tick).
+func (r *Registry) judgeDue(now time.Time, report bool) (next time.Time, n int) {
+	var lost []*Entry
 	r.mu.Lock()
-	for _, e := range r.entries {
-		if e.renew || e.busy > 0 {
-			continue
+	for e := range r.entries {
+		if r.inflight[e] {
+			continue // its renewal is on the wire: the tick judges it
 		}
-		if !now.Before(e.deadline) {
-			expired = append(expired, e)
-		} else if next.IsZero() || e.deadline.Before(next) {
-			next = e.deadline
+		if !now.Before(e.judge) && (!e.renew || e.busy > 0) {
+			lost = append(lost, e)
+		} else if next.IsZero() || e.judge.Before(next) {
+			next = e.judge
 		}
 	}
-	for _, e := range expired {
+	for _, e := range lost {
 		r.removeLocked(e)
 	}
 	r.mu.Unlock()
-	for _, e := range expired {
+	for _, e := range lost {
 		if e.onLost != nil {
-			e.onLost(leaseEnded(e))
+			e.onLost(e, ranOut(e))
 		}
 	}
-	if len(expired) > 0 && r.cfg.OnTick != nil {
-		r.cfg.OnTick(Tick{Start: now, Lost: len(expired)})
+	if report && len(lost) > 0 && r.cfg.OnTick != nil {
+		r.cfg.OnTick(Tick{Start: now, Lost: len(lost)})
 	}
-	return next
+	return next, len(lost)
 }
 
-func leaseEnded(e *Entry) *LossError {
-	return &LossError{Name: e.name, Kind: LeaseExpired, Reason: "lease of " + e.lease.String() + " ran out"}
+// ranOut is the loss of an entry whose lease must have run out.
+func ranOut(e *Entry) *LossError {
+	switch {
+	case e.busy > 0:
+		return &LossError{Name: e.name, Kind: RenewFailed, Reason: "lease ran out while its release was unanswered", Err: e.lastErr}
+	case !e.renew:
+		return &LossError{Name: e.name, Kind: LeaseExpired, Reason: "lease of " + e.lease.String() + " ran out"}
+	}
+	return &LossError{Name: e.name, Kind: RenewFailed, Reason: "lease ran out while renewals failed", Err: e.lastErr}
 }

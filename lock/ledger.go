@@ -1,0 +1,373 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/watchdog"
+)
+
+// A ledger is the Client's account of one lock held by one holder field
+// "<client id>:<owner>": the only place where the field's hold count is
+// known, and the one order in which it changes.
+//
+// Order. Every Redis command that can change the field's count on this
+// lock (an acquire, a re-entry, a release, the give-back of a cancelled
+// Lock, the settlement of a request whose answer was lost) is sent by the
+// goroutine holding the ledger's turn, and the turn is kept until that
+// command's outcome is known or recorded as unsettled. So no two such
+// commands of one field are ever in flight together, and no reordering
+// across rueidis connections can put one before another. Renewals do not
+// change counts and are not ordered by the turn; the watchdog judges them.
+//
+// Ownership of the fields:
+//   - count and unsettled: only the turn holder reads or writes them;
+//   - users, helds, entry, renewing: guarded by Client.mu;
+//   - a Held's own state: guarded by Held.mu.
+type ledger struct {
+	name, field string
+	turn        chan struct{} // capacity 1: sending takes the turn
+
+	// guarded by the turn
+	count     int      // the field's holds in Redis, as far as this Client knows
+	unsettled *request // the one request whose outcome is unknown, if any
+
+	// guarded by Client.mu
+	users    int // goroutines using the ledger; it is dropped when 0 and nothing is held
+	helds    []*Held
+	entry    *watchdog.Entry // nil when nothing is held
+	renewing int             // live helds taken without Lease
+	keep     bool            // an unsettled request is recorded: never drop the ledger
+}
+
+// request is a count-changing request whose answer was lost.
+type request struct {
+	id      string
+	release *Held     // the hold a release was for; nil for an acquire
+	sent    time.Time // its first send
+}
+
+// use returns the ledger of (name, field), counting the caller as a user
+// until unuse.
+func (c *Client) use(name, field string) *ledger {
+	k := key(name, field)
+	c.mu.Lock()
+	l := c.ledgers[k]
+	if l == nil {
+		l = &ledger{name: name, field: field, turn: make(chan struct{}, 1)}
+		c.ledgers[k] = l
+	}
+	l.users++
+	c.mu.Unlock()
+	return l
+}
+
+// useLedger counts the caller as a user of a ledger it already has.
+func (c *Client) useLedger(l *ledger) {
+	c.mu.Lock()
+	l.users++
+	c.mu.Unlock()
+}
+
+// unuse ends a use; the ledger is dropped when it has no user and holds
+// nothing. A ledger with an unsettled request keeps a user (its settler).
+func (c *Client) unuse(l *ledger) {
+	c.mu.Lock()
+	l.users--
+	if l.users == 0 && len(l.helds) == 0 && !l.keep {
+		if c.ledgers[key(l.name, l.field)] == l {
+			delete(c.ledgers, key(l.name, l.field))
+		}
+	}
+	c.mu.Unlock()
+}
+
+// take takes l's turn, waiting until ctx ends, stop closes or lost closes.
+func (l *ledger) take(ctx context.Context, stop, lost <-chan struct{}) error {
+	select {
+	case l.turn <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case l.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return ErrClosed
+	case <-lost:
+		return errLostWhileWaiting
+	}
+}
+
+var errLostWhileWaiting = errors.New("rlock: hold ended while waiting")
+
+// give gives the turn back.
+func (l *ledger) give() { <-l.turn }
+
+// recordTTL is how long a request's record (its unlock latch, or the
+// settlement's fence) lives: longer than any retry of the request.
+func (c *Client) recordTTL() time.Duration {
+	return max(unlockLatchTTL, 4*c.cfg.WatchdogTimeout+4*c.cfg.CommandTimeout)
+}
+
+// settle resolves l's unsettled request, if any, holding the turn: after
+// it, the request can no longer change the count, and the count is
+// exact. It retries lost answers until ctx ends. A settled release ends
+// its Held as the release would have.
+func (c *Client) settle(ctx context.Context, l *ledger, stop ...<-chan struct{}) error {
+	u := l.unsettled
+	if u == nil {
+		return nil
+	}
+	s := reentrant.Settle{Name: l.name, Field: l.field, RequestID: u.id, RecordTTL: c.recordTTL()}
+	var out reentrant.Settled
+	var stop1 <-chan struct{}
+	if len(stop) > 0 {
+		stop1 = stop[0]
+	}
+	err := c.retry(ctx, l.name, "settle", stop1, func(actx context.Context) (err error) {
+		out, err = s.Run(actx, c.rc)
+		return err
+	}, stop[min(1, len(stop)):]...)
+	if err != nil {
+		return err
+	}
+	c.setUnsettled(l, nil)
+	if u.release != nil && out.Release != reentrant.Fenced {
+		// The release ran: its hold is gone.
+		u.release.mu.Lock()
+		u.release.late = u.release.late || !u.release.done
+		u.release.mu.Unlock()
+		if c.endHeld(l, u.release, nil) > 0 && out.Release == reentrant.Released {
+			c.loseAll(l, LossNotHeld, "Redis released the lock while this owner had other holds of it")
+		}
+	}
+	c.reconcile(l, out.Count)
+	if u.release != nil && out.Release == reentrant.Fenced {
+		if time.Since(u.sent) > c.recordTTL()-2*c.cfg.CommandTimeout {
+			// Its latch may have expired: "not run" cannot be told from
+			// "ran, and its record is gone". Releasing again could take a
+			// hold twice; report the loss instead.
+			c.loseAll(l, LossNotHeld, "the outcome of a release is unknown: its record expired before it could be settled")
+			return nil
+		}
+		// The release never ran: its Unlock failed, and the hold is
+		// still there. Release it now, as its Unlock asked.
+		return c.finishRelease(ctx, l, u.release)
+	}
+	return nil
+}
+
+// finishRelease releases h, whose Unlock failed and whose release was
+// found not to have run, holding the turn. A lost answer leaves it
+// unsettled again.
+func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
+	if done, _ := h.ended(); done {
+		return nil
+	}
+	c.mu.Lock()
+	lease := c.leaseAfter(l, h)
+	c.mu.Unlock()
+	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
+		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
+	sent := time.Now()
+	res, err := c.sendRelease(ctx, r, h.ctx.Done())
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			c.setUnsettled(l, &request{id: r.RequestID, release: h, sent: sent})
+		}
+		return err
+	}
+	h.mu.Lock()
+	h.late = !h.done
+	h.mu.Unlock()
+	c.released(ctx, l, h, res)
+	return nil
+}
+
+// reconcile sets the count to what Redis says it is. Fewer holds than
+// live Helds means some were lost: every live Held ends with a LostError
+// (which one lost its hold cannot be told). More means stray holds
+// nobody has (an acquire that ran after its caller gave up): they are
+// released once no Held remains.
+func (c *Client) reconcile(l *ledger, count int) {
+	l.count = count
+	c.mu.Lock()
+	n := len(l.helds)
+	c.mu.Unlock()
+	if count < n {
+		c.loseAll(l, LossNotHeld, "Redis holds fewer holds of this owner than it has")
+	}
+}
+
+// loseAll ends every live Held of l with a LostError and stops tracking.
+func (c *Client) loseAll(l *ledger, kind LossKind, reason string) {
+	c.mu.Lock()
+	e := l.entry
+	c.mu.Unlock()
+	if e == nil || !c.wd.Lose(e, string(kind), reason) {
+		// Not tracked (or already judged): end what is left directly.
+		c.onLost(l, e, &watchdog.LossError{Name: l.name, Kind: string(kind), Reason: reason})
+	}
+}
+
+// onLost ends every live Held of l's entry e with a LostError: the
+// watchdog's report, or loseAll's.
+func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
+	lost := &LostError{Name: l.name, Addr: c.at(l.name), Kind: LossKind(le.Kind), Reason: le.Reason}
+	if le.Err != nil {
+		lost.Err = masterErr(c.errAt(l.name), "renew", le.Err)
+	}
+	c.mu.Lock()
+	if l.entry != e {
+		c.mu.Unlock()
+		return // an earlier generation of holds, already ended
+	}
+	l.entry = nil
+	helds := l.helds
+	l.helds, l.renewing = nil, 0
+	if l.users == 0 && !l.keep && c.ledgers[key(l.name, l.field)] == l {
+		delete(c.ledgers, key(l.name, l.field)) // nobody uses it any more
+	}
+	c.mu.Unlock()
+	for _, h := range helds {
+		h.finish(lost)
+	}
+	if c.obs != nil && c.obs.Loss != nil && len(helds) > 0 {
+		c.obs.Loss(helds[0].ctx, Loss{Name: l.name, Addr: c.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Err: lost})
+	}
+}
+
+// retry runs send until it returns nil or a server error, retrying
+// network failures with a growing delay until ctx ends or stop or also
+// closes. Each send is bounded by CommandTimeout.
+func (c *Client) retry(ctx context.Context, name, op string, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
+	var stop2 <-chan struct{}
+	if len(also) > 0 {
+		stop2 = also[0]
+	}
+	delay := 5 * time.Millisecond
+	for {
+		actx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+		err := send(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		err = masterErr(c.errAt(name), op, err)
+		if !errors.Is(err, ErrUnavailable) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return join(err, ctx.Err())
+		case <-stop:
+			t.Stop()
+			return join(err, ErrClosed)
+		case <-stop2:
+			t.Stop()
+			return join(err, ErrClosed)
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// settleLater settles l's unsettled request in the background: the
+// caller that left it has returned. The goroutine waits for the turn like
+// any other user, and gives up when the Client closes; the request then
+// stays recorded and the next operation of the field settles it.
+func (c *Client) settleLater(l *ledger) {
+	c.useLedger(l)
+	c.settling.Add(1)
+	go func() {
+		defer c.settling.Done()
+		defer c.unuse(l)
+		ctx := c.settleCtx
+		if err := l.take(ctx, nil, nil); err != nil {
+			return
+		}
+		defer l.give()
+		if l.unsettled == nil {
+			return
+		}
+		// Until the request's lease must have run out (and a little
+		// more): past that, whatever it did has expired, unless it was
+		// a re-entry, which the next operation settles.
+		hctx, cancel := context.WithDeadline(ctx, l.unsettled.sent.Add(c.cfg.WatchdogTimeout+c.cfg.CommandTimeout))
+		defer cancel()
+		for l.unsettled != nil && hctx.Err() == nil {
+			if c.settle(hctx, l) != nil {
+				return
+			}
+		}
+		c.releaseStrays(hctx, l)
+	}()
+}
+
+// releaseStrays releases holds Redis counts beyond the live Helds when no
+// Held is left, holding the turn: they belong to nobody.
+func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
+	c.mu.Lock()
+	n := len(l.helds)
+	c.mu.Unlock()
+	for n == 0 && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
+		r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
+			RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
+		res, err := c.sendRelease(ctx, r, nil)
+		if err != nil {
+			if errors.Is(err, ErrUnavailable) {
+				c.setUnsettled(l, &request{id: r.RequestID, sent: time.Now()})
+				c.settleLater(l)
+			}
+			return
+		}
+		switch res {
+		case reentrant.StillHeld:
+			l.count = max(l.count-1, 1)
+		default:
+			l.count = 0
+		}
+	}
+}
+
+// sendRelease sends r, asking again after a lost answer (see retry), and
+// returns its answer. The latch of a release sent once is deleted by the
+// cleaner; that of a release sent more than once is left to expire
+// (recordTTL), since a late copy of an earlier send must still find it.
+func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, stop <-chan struct{}, also ...<-chan struct{}) (reentrant.ReleaseResult, error) {
+	var res reentrant.ReleaseResult
+	sends := 0
+	err := c.retry(ctx, r.Name, "release", stop, func(actx context.Context) (err error) {
+		sends++
+		res, err = r.Run(actx, c.rc)
+		return err
+	}, also...)
+	if err == nil && sends == 1 {
+		c.queueLatch(r)
+	}
+	return res, err
+}
+
+// queueLatch hands an answered release's latch to the cleaner.
+func (c *Client) queueLatch(r reentrant.Release) {
+	select {
+	case c.latches <- reentrant.LatchName(r.Name, r.RequestID):
+	default: // the latch expires by itself
+	}
+}
+
+// setUnsettled records (or, with nil, clears) l's unsettled request;
+// the caller holds the turn.
+func (c *Client) setUnsettled(l *ledger, u *request) {
+	l.unsettled = u
+	c.mu.Lock()
+	l.keep = u != nil
+	c.mu.Unlock()
+}

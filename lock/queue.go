@@ -1,0 +1,137 @@
+package lock
+
+import (
+	"context"
+	"sync"
+
+	"github.com/rlock-go/rlock/pubsub"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// A queue is the Client's line of waiters for one lock name: they wait
+// in arrival order, and only the head contends in Redis, so a process
+// sends one contender per name whatever the number of goroutines waiting.
+// The head sleeps on the queue's one subscription to the lock's channel
+// (an unlock message from anywhere), and is also woken at once by a
+// release of this Client (kick), without waiting for its own message.
+// When the head leaves (acquired, gave up), the next waiter becomes head
+// and makes an attempt at once, so a wake-up the old head took with it is
+// never lost.
+//
+// Ownership: members, sub and subErr are guarded by mu; users by
+// Client.mu. The subscription is opened by a head and closed by the last
+// member to leave.
+type queue struct {
+	name  string
+	users int // guarded by Client.mu
+	kick  chan struct{}
+
+	mu      sync.Mutex
+	members []*member
+	sub     *pubsub.Waiter
+}
+
+// member is one waiting call.
+type member struct {
+	head chan struct{} // closed when the member becomes the head
+}
+
+// joinQueue returns name's queue with the caller as its last member.
+func (c *Client) joinQueue(name string) (*queue, *member) {
+	c.mu.Lock()
+	q := c.queues[name]
+	if q == nil {
+		q = &queue{name: name, kick: make(chan struct{}, 1)}
+		c.queues[name] = q
+	}
+	q.users++
+	c.mu.Unlock()
+	mb := &member{head: make(chan struct{})}
+	q.mu.Lock()
+	q.members = append(q.members, mb)
+	if len(q.members) == 1 {
+		close(mb.head)
+	}
+	q.mu.Unlock()
+	return q, mb
+}
+
+// leaveQueue removes mb; the next member becomes head. The last member
+// out closes the subscription, off the caller's path.
+func (c *Client) leaveQueue(q *queue, mb *member) {
+	q.mu.Lock()
+	for i, x := range q.members {
+		if x == mb {
+			q.members = append(q.members[:i:i], q.members[i+1:]...)
+			if i == 0 && len(q.members) > 0 {
+				close(q.members[0].head)
+			}
+			break
+		}
+	}
+	var sub *pubsub.Waiter
+	if len(q.members) == 0 {
+		sub, q.sub = q.sub, nil
+	}
+	q.mu.Unlock()
+	if sub != nil {
+		c.closeSub(sub)
+	}
+	c.mu.Lock()
+	q.users--
+	if q.users == 0 && c.queues[q.name] == q {
+		delete(c.queues, q.name)
+	}
+	c.mu.Unlock()
+}
+
+// closeSub closes a subscription in the background: its UNSUBSCRIBE
+// round trip is not the caller's to wait for.
+func (c *Client) closeSub(w *pubsub.Waiter) {
+	c.settling.Add(1)
+	go func() {
+		defer c.settling.Done()
+		w.Close()
+	}()
+}
+
+// subscription returns the queue's subscription, subscribing the head
+// to the lock's channel first if needed (bounded by ctx). nil means none
+// could be had: the head then sleeps on the holder's lease alone.
+func (c *Client) subscription(ctx context.Context, q *queue) *pubsub.Waiter {
+	q.mu.Lock()
+	if q.sub != nil {
+		w := q.sub
+		q.mu.Unlock()
+		return w
+	}
+	q.mu.Unlock()
+	w, err := c.hub.Subscribe(ctx, reentrant.ChannelName(q.name))
+	if err != nil {
+		return nil
+	}
+	q.mu.Lock()
+	if q.sub == nil {
+		q.sub = w
+		q.mu.Unlock()
+		return w
+	}
+	old := q.sub
+	q.mu.Unlock()
+	c.closeSub(w)
+	return old
+}
+
+// kickQueue wakes name's head: this Client just released the lock.
+func (c *Client) kickQueue(name string) {
+	c.mu.Lock()
+	q := c.queues[name]
+	c.mu.Unlock()
+	if q == nil {
+		return
+	}
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,46 @@
+-- rlock's acquire: Redisson's RLock (and RFencedLock) layout, answered per request.
+-- KEYS[1] lock name, KEYS[2] the request's record (an unlock-latch key of the request id),
+-- KEYS[3] the fencing counter (read only when ARGV[4] is '1').
+-- ARGV[1] lease ms, ARGV[2] holder field, ARGV[3] the holds the client knows the field has,
+-- ARGV[4] '1' to take a fencing token.
+-- Returns {status, value, token}:
+--   {1, count, token} acquired: the field now has count holds (this request ran, now or before);
+--   {0, pttl, 0}      another field holds the lock (pttl -1: the key has no expiry);
+--   {2, count, 0}     the field has fewer holds than the client knows: some were lost;
+--   {3, 0, 0}         the request was cancelled (its record exists): nothing changed.
+-- A re-entry never shortens the key's expiry.
+if redis.call('exists', KEYS[2]) == 1 then
+    return {3, 0, 0}
+end
+local known = tonumber(ARGV[3])
+local lease = tonumber(ARGV[1])
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+if count == nil then
+    return redis.error_reply('ERR rlock: hold count of the field is not an integer')
+end
+if count == known + 1 then
+    -- this request ran before and its reply was lost
+    if redis.call('pttl', KEYS[1]) < lease then
+        redis.call('pexpire', KEYS[1], lease)
+    end
+    local token = 0
+    if ARGV[4] == '1' then
+        token = tonumber(redis.call('get', KEYS[3]) or '0')
+    end
+    return {1, count, token}
+end
+if count < known then
+    return {2, count, 0}
+end
+if count > 0 or redis.call('exists', KEYS[1]) == 0 then
+    local token = 0
+    if ARGV[4] == '1' then
+        token = redis.call('incr', KEYS[3])
+    end
+    count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    if redis.call('pttl', KEYS[1]) < lease then
+        redis.call('pexpire', KEYS[1], lease)
+    end
+    return {1, count, token}
+end
+return {0, redis.call('pttl', KEYS[1]), 0}
