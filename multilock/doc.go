@@ -43,10 +43,19 @@
 //
 // # Waiting
 //
-// Waiters do not poll a held lock: they sleep on every master's unlock
-// channel at once (lock.Mutex.Watch), or until the holders' leases run
-// out. Only rounds that failed for another reason (a split vote, a slow
-// or failed master) retry after a random delay.
+// Waiters of one process for one lock (the same names on the same
+// Clients, whatever *Lock they call) wait in a local FIFO queue: only its
+// head runs rounds, so the process sends one contender per name, and a
+// release by the process lets the next waiter try at once. Re-entries and
+// TryLock without Wait do not queue.
+//
+// Waiters do not poll a held lock: while holders of other owners keep the
+// quorum out of reach, the head sleeps until enough of the masters that
+// refused it sent an unlock message (lock.Mutex.Watch), or until the
+// leases it saw there run out; the other masters' messages do not wake
+// it. Rounds that failed for another reason (a slow or failed master)
+// retry after a random delay, and so do rounds that collided with other
+// contenders woken by the same release.
 //
 // # Fencing
 //

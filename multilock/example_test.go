@@ -16,7 +16,9 @@ func exampleMutexes(ctx context.Context, name string) (ms []*lock.Mutex, close f
 	var cs []*lock.Client
 	close = func() {
 		for _, c := range cs {
-			c.Close(ctx)
+			if err := c.Close(ctx); err != nil {
+				fmt.Println(err)
+			}
 		}
 	}
 	for _, s := range shared {
@@ -50,7 +52,10 @@ func ExampleNewRedLock() {
 		return
 	}
 	fmt.Println("re-entered by the same owner:", inner.Owner() == h.Owner())
-	inner.Unlock(ctx)
+	if err := inner.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	if err := h.Unlock(ctx); err != nil {
 		fmt.Println(err)
@@ -74,13 +79,17 @@ func ExampleLock_TryLock() {
 		fmt.Println(err)
 		return
 	}
-	defer h.Unlock(ctx)
 
 	// Another owner (a context without the holder's owner) cannot have it.
 	_, err = l.TryLock(ctx)
 	var qe *multilock.QuorumError
 	fmt.Println(errors.Is(err, lock.ErrQuorum), errors.Is(err, lock.ErrNotAcquired), errors.As(err, &qe))
-	fmt.Printf("%d of %d masters granted, %d needed\n", qe.Granted, qe.Masters, qe.Needed)
+	if qe != nil {
+		fmt.Printf("%d of %d masters granted, %d needed\n", qe.Granted, qe.Masters, qe.Needed)
+	}
+	if err := h.Unlock(ctx); err != nil {
+		fmt.Println(err)
+	}
 	// Output:
 	// true true true
 	// 0 of 5 masters granted, 3 needed
@@ -103,7 +112,10 @@ func ExampleHeld_Fence() {
 		// lower than the highest it has accepted.
 		fmt.Println("token increased:", h.Fence() > last)
 		last = h.Fence()
-		h.Unlock(ctx)
+		if err := h.Unlock(ctx); err != nil {
+			fmt.Println(err)
+			return
+		}
 	}
 	// Output:
 	// token increased: true

@@ -2,9 +2,8 @@ package multilock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
+	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -18,8 +17,12 @@ import (
 // its quorum takes the highest token among the grants, T, and raises
 // every master's counter to at least T (reentrant.RaiseFence: max, never
 // lower) before Lock returns, requiring a quorum of masters to be known
-// at T or above: the masters that granted T themselves, and those whose
-// raise succeeded.
+// at T or above among the masters that GRANTED this acquisition: those
+// that granted T themselves, and granted ones whose raise succeeded.
+// Raises on masters that did not grant are sent too, but do not count: a
+// later acquisition's INCR there may land before the raise (nothing
+// orders them), while on a granted master the later grant needs this
+// hold's release, which the raise precedes on the same turn of events.
 //
 // Why that suffices: any later acquisition's quorum shares at least one
 // master with this quorum-sized set; that master's counter is at least T,
@@ -39,14 +42,20 @@ func (c *call) fence(ctx context.Context, grants []reply) (uint64, error) {
 		top = max(top, g.h.Fence())
 	}
 	atTop := make([]bool, len(l.ms))
-	known := 0 // masters known to hold top or more
+	granted := make([]bool, len(l.ms))
+	known := 0 // granting masters known to hold top or more
 	for _, g := range grants {
+		granted[g.i] = true
 		if g.h.Fence() == top {
 			atTop[g.i] = true
 			known++
 		}
 	}
-	results := make(chan error, len(l.ms))
+	type raised struct {
+		granted bool
+		err     error
+	}
+	results := make(chan raised, len(l.ms))
 	pending := 0
 	wctx := context.WithoutCancel(ctx)
 	for i, m := range l.ms {
@@ -63,19 +72,20 @@ func (c *call) fence(ctx context.Context, grants []reply) (uint64, error) {
 			if err != nil {
 				err = l.onMaster(i, "raise fence", err)
 			}
-			results <- err
+			results <- raised{granted[i], err}
 		}()
 	}
 	var errs []error
 	for ; pending > 0 && known < l.quorum; pending-- {
-		if err := <-results; err != nil {
-			errs = append(errs, err)
-		} else {
+		switch r := <-results; {
+		case r.err != nil:
+			errs = append(errs, r.err)
+		case r.granted:
 			known++
 		}
 	}
 	if known < l.quorum {
-		return 0, fmt.Errorf("rlock: fencing token %d is on %d masters, %d needed: %w", top, known, l.quorum, errors.Join(errs...))
+		return 0, oneline.Wrapf(oneline.Join(errs...), "fencing token %d is on %d masters, %d needed", top, known, l.quorum)
 	}
 	return top, nil
 }

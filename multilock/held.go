@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/watchdog"
 )
 
 // Held is one acquisition of a Lock: one lock.Held per master that
@@ -19,9 +21,10 @@ import (
 // lock on every master (hold counts go up by one there). It is cancelled
 // when the acquisition ends: with a *lock.LostError cause (matching
 // lock.ErrLockLost) once fewer than a quorum of masters still hold it —
-// each master's loss is its own watchdog's finding, or its Client's
-// Close —, and plainly after Unlock. It is derived from the context passed
-// to Lock, so it also ends with that one.
+// each master's loss is its own watchdog's finding, its Client's Close, or
+// a release on that master from outside this Held —, with an explicit
+// Lease when its Validity is over, and plainly after Unlock. It keeps the
+// values of the context passed to Lock, not its deadline or cancellation.
 type Held struct {
 	l        *Lock
 	ctx      context.Context
@@ -36,7 +39,10 @@ type Held struct {
 	alive     int             // slots neither lost nor released
 	lost      *lock.LostError // set once the quorum was lost
 	unlocking bool
-	unlocked  bool // an Unlock ran
+	unlocked  bool        // an Unlock ran
+	expire    *time.Timer // ends an explicit lease's acquisition at its validity
+
+	unhold func() // ends the acquisition's record in the local queue's entry
 }
 
 // slot is the hold on one master.
@@ -50,8 +56,14 @@ type slot struct {
 
 func newHeld(ctx context.Context, l *Lock, o *options, grants []reply, fence uint64, at time.Time, validity time.Duration) *Held {
 	owner, _ := lock.OwnerFrom(ctx)
-	hctx, cancel := context.WithCancelCause(ctx)
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	h := &Held{l: l, ctx: hctx, cancel: cancel, owner: owner, fence: fence, at: at, validity: validity}
+	if o.lease != 0 {
+		// An explicit lease is relied on only for its validity: the
+		// acquisition ends one round trip before it, as each master's
+		// hold is judged before its own lease ends (watchdog.Margin).
+		h.expire = time.AfterFunc(time.Until(at.Add(validity-watchdog.DefaultRoundTrip)), h.validityEnded)
+	}
 	h.slots = make([]*slot, len(grants))
 	h.alive = len(grants)
 	h.mu.Lock() // a loss reported before the loop ends waits for it
@@ -64,13 +76,33 @@ func newHeld(ctx context.Context, l *Lock, o *options, grants []reply, fence uin
 	return h
 }
 
-// masterEnded runs when a master's hold context ends. Our own release
-// cancels it plainly; a loss or a Client's Close counts against the
-// quorum.
+// validityEnded ends an acquisition taken with an explicit lease when its
+// validity is over.
+func (h *Held) validityEnded() {
+	h.mu.Lock()
+	var lost *lock.LostError
+	if h.lost == nil && !h.unlocking && !h.unlocked {
+		h.lost = &lock.LostError{Name: h.l.ms[0].Name(), Addr: strings.Join(h.l.addrs, ","), Kind: lock.LossLeaseExpired,
+			Reason: fmt.Sprintf("validity of %v ran out", h.validity)}
+		lost = h.lost
+	}
+	h.mu.Unlock()
+	if lost != nil {
+		h.cancel(lost)
+	}
+}
+
+// errReleasedElsewhere is the cause of a master's hold ended plainly by
+// an end that was not this acquisition's own Unlock nor a loss.
+var errReleasedElsewhere = errors.New("rlock: released on this master outside the multi-master lock")
+
+// masterEnded runs when a master's hold context ends without our own
+// release (which stops this watch first): a loss, a Client's Close, or a
+// release from outside all count against the quorum.
 func (h *Held) masterEnded(s *slot) {
 	cause := context.Cause(s.h.Context())
 	if !errors.Is(cause, lock.ErrLockLost) && !errors.Is(cause, lock.ErrClosed) {
-		return
+		cause = oneline.Join(lock.ErrLockLost, errReleasedElsewhere)
 	}
 	h.mu.Lock()
 	if s.gone != nil || s.released {
@@ -110,31 +142,67 @@ func (h *Held) lostError() *lock.LostError {
 		Kind: lock.LossQuorum,
 		Reason: fmt.Sprintf("%s held on %d of %d masters, %d needed",
 			h.l.kind, h.alive, len(h.l.ms), h.l.quorum),
-		Err: errors.Join(causes...),
+		Err: oneline.Join(causes...),
 	}
 }
 
 // Context returns the acquisition's context; see Held.
-func (h *Held) Context() context.Context { return h.ctx }
+func (h *Held) Context() context.Context {
+	if !h.valid() {
+		return invalidCtx
+	}
+	return h.ctx
+}
+
+// valid reports whether h was returned by Lock or TryLock. A nil or zero
+// Held (the one a failed TryLock returns) holds nothing: its Unlock
+// returns lock.ErrInvalid, its Context is already cancelled with cause
+// lock.ErrInvalid, and its other methods return zero values.
+func (h *Held) valid() bool { return h != nil && h.l != nil && h.ctx != nil }
+
+// invalidCtx is the Context of a nil or zero Held.
+var invalidCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(invalidf("a nil or zero Held holds nothing"))
+	return ctx
+}()
 
 // Done is closed when the acquisition ends: Context().Done().
-func (h *Held) Done() <-chan struct{} { return h.ctx.Done() }
+func (h *Held) Done() <-chan struct{} { return h.Context().Done() }
 
 // Owner returns the owner token, the same on every master.
-func (h *Held) Owner() uint64 { return h.owner }
+func (h *Held) Owner() uint64 {
+	if !h.valid() {
+		return 0
+	}
+	return h.owner
+}
 
 // AcquiredAt returns when the round that acquired the lock began: each
 // master's lease runs from about then.
-func (h *Held) AcquiredAt() time.Time { return h.at }
+func (h *Held) AcquiredAt() time.Time {
+	if !h.valid() {
+		return time.Time{}
+	}
+	return h.at
+}
 
 // Validity returns lease − elapsed − drift at the acquisition: how long
 // after AcquiredAt the holder may rely on the lock when it took an
 // explicit Lease. With the watchdog the lock lasts until Unlock or loss.
-func (h *Held) Validity() time.Duration { return h.validity }
+func (h *Held) Validity() time.Duration {
+	if !h.valid() {
+		return 0
+	}
+	return h.validity
+}
 
 // Masters returns on how many masters the lock is held now: neither lost
 // nor released.
 func (h *Held) Masters() int {
+	if !h.valid() {
+		return 0
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.alive
@@ -156,7 +224,12 @@ func (h *Held) Masters() int {
 // resource has seen the later token. It protects nothing the resource
 // does not check, and tokens may repeat if too many masters lose their
 // counters (restarts without persistence).
-func (h *Held) Fence() uint64 { return h.fence }
+func (h *Held) Fence() uint64 {
+	if !h.valid() {
+		return 0
+	}
+	return h.fence
+}
 
 // Unlock releases this acquisition on every master that still holds it,
 // in parallel: hold counts go down by one, and where they reach 0 the lock
@@ -169,30 +242,19 @@ func (h *Held) Fence() uint64 { return h.fence }
 // quorum was lost before; the masters still holding are released anyway),
 // ErrUnavailable, ErrInvalid.
 func (h *Held) Unlock(ctx context.Context) error {
+	if !h.valid() {
+		return invalidf("Unlock of a nil or zero Held (a failed Lock or TryLock returns nil): it holds nothing")
+	}
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	h.mu.Lock()
-	if h.unlocking {
-		h.mu.Unlock()
-		return errors.Join(lock.ErrNotHeld, errors.New("rlock: unlock already in progress"))
+	todo, err := h.beginUnlock()
+	if err != nil {
+		return err
 	}
-	var todo []*slot
-	for _, s := range h.slots {
-		if s.gone == nil && !s.released {
-			todo = append(todo, s)
-		}
+	if h.expire != nil {
+		h.expire.Stop()
 	}
-	if len(todo) == 0 && (h.unlocked || h.lost != nil) {
-		lost := h.lost
-		h.mu.Unlock()
-		if lost != nil {
-			return lost
-		}
-		return lock.ErrNotHeld
-	}
-	h.unlocking = true
-	h.mu.Unlock()
 
 	for _, s := range todo {
 		s.stop() // our release must not count as a loss
@@ -207,8 +269,53 @@ func (h *Held) Unlock(ctx context.Context) error {
 	}
 	wg.Wait()
 
-	var failed []error
 	h.mu.Lock()
+	failed := h.releasedLocked(todo, errs)
+	h.unlocking = false
+	h.unlocked = true
+	lost := h.lost
+	h.mu.Unlock()
+	h.cancel(nil)
+	if h.unhold != nil {
+		h.unhold() // now, not when the context's AfterFunc runs: the next local waiter's turn
+	}
+	if lost != nil {
+		return oneline.Join(append([]error{lost}, failed...)...)
+	}
+	return oneline.Join(failed...)
+}
+
+// beginUnlock marks an Unlock in progress and returns the masters it
+// must release, or the error Unlock returns at once: another Unlock in
+// progress, or nothing left to release (ErrNotHeld, or the quorum's
+// loss).
+func (h *Held) beginUnlock() ([]*slot, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.unlocking {
+		return nil, oneline.Join(lock.ErrNotHeld, errors.New("rlock: unlock already in progress"))
+	}
+	var todo []*slot
+	for _, s := range h.slots {
+		if s.gone == nil && !s.released {
+			todo = append(todo, s)
+		}
+	}
+	if len(todo) == 0 && (h.unlocked || h.lost != nil) {
+		if h.lost != nil {
+			return nil, h.lost
+		}
+		return nil, lock.ErrNotHeld
+	}
+	h.unlocking = true
+	return todo, nil
+}
+
+// releasedLocked applies the masters' release errors (errs[k] for
+// todo[k]) and returns the failures, each naming its master. h.mu is
+// held.
+func (h *Held) releasedLocked(todo []*slot, errs []error) []error {
+	var failed []error
 	for k, s := range todo {
 		if s.gone != nil {
 			continue // lost while we released: counted then
@@ -225,13 +332,5 @@ func (h *Held) Unlock(ctx context.Context) error {
 		s.released = true
 		h.alive--
 	}
-	h.unlocking = false
-	h.unlocked = true
-	lost := h.lost
-	h.mu.Unlock()
-	h.cancel(nil)
-	if lost != nil {
-		return errors.Join(append([]error{lost}, failed...)...)
-	}
-	return errors.Join(failed...)
+	return failed
 }

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/internal/leakcheck"
 	"github.com/rlock-go/rlock/lock"
 )
 
@@ -21,10 +21,10 @@ import (
 // benchmarks that inject no faults; each uses lock names of its own.
 var shared []*integration.Server
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withServers{m}) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(withServers{m}) }
 
-// withServers starts the shared masters around the tests, so that
-// goleak's check runs after they are stopped.
+// withServers starts the shared masters around the tests, so that the leak
+// check runs after they are stopped.
 type withServers struct{ m *testing.M }
 
 func (w withServers) Run() int {

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/rlock-go/rlock/internal/bridge"
+	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/lock"
 )
 
@@ -22,6 +24,14 @@ type Lock struct {
 	kind          string
 	watchdogLease time.Duration // the shortest WatchdogTimeout of the masters
 	err           error         // bad input, reported by every method
+
+	// The masters in canonical order (queue.go): key names the local
+	// queue, canon[i] is the canonical position of ms[i], cms and caddrs
+	// are ms and addrs in that order.
+	key    string
+	canon  []int
+	cms    []*lock.Mutex
+	caddrs []string
 
 	// bg counts the per-master calls that outlived the round that started
 	// them: an attempt whose answer came after the round decided (a grant
@@ -76,14 +86,25 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 			l.watchdogLease = wd
 		}
 	}
+	l.keyOf()
 	return l
 }
 
 // Quorum returns how many masters must grant the lock.
-func (l *Lock) Quorum() int { return l.quorum }
+func (l *Lock) Quorum() int {
+	if l == nil {
+		return 0
+	}
+	return l.quorum
+}
 
 // Masters returns how many masters the lock spans.
-func (l *Lock) Masters() int { return len(l.ms) }
+func (l *Lock) Masters() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.ms)
+}
 
 // Lock acquires the lock, retrying until it is acquired or ctx ends. A ctx
 // carrying an owner that holds the lock (a Held's Context) re-enters it on
@@ -106,20 +127,36 @@ func (l *Lock) TryLock(ctx context.Context, opts ...Option) (*Held, error) {
 	return l.acquire(ctx, false, opts)
 }
 
+// heldBy reports whether ctx's owner holds this lock on some master.
+func (l *Lock) heldBy(ctx context.Context) bool {
+	owner, ok := lock.OwnerFrom(ctx)
+	if !ok {
+		return false
+	}
+	for _, m := range l.ms {
+		if bridge.HeldBy(m, owner) {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *Lock) check(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	if l == nil {
-		return invalidf("nil Lock")
+	if l == nil || (l.err == nil && len(l.ms) == 0) {
+		return invalidf("nil or zero Lock: make Locks with NewRedLock or NewMultiLock")
 	}
 	return l.err
 }
 
 // acquire runs rounds until one acquires, the wait or ctx ends, or too
-// many masters failed for good. Between rounds it sleeps on every
-// master's unlock channel at once.
-func (l *Lock) acquire(ctx context.Context, blocking bool, opts []Option) (*Held, error) {
+// many masters failed for good. A call that may wait queues behind this
+// process's other waiters for the lock and runs rounds only as the head
+// (queue.go); between rounds it sleeps on the masters' unlock channels
+// (wait.go).
+func (l *Lock) acquire(ctx context.Context, blocking bool, opts []Option) (held *Held, err error) {
 	if err := l.check(ctx); err != nil {
 		return nil, err
 	}
@@ -131,71 +168,255 @@ func (l *Lock) acquire(ctx context.Context, blocking bool, opts []Option) (*Held
 	// (the same owner on every master of that round): a release of an
 	// earlier round's grant that is still in flight on a slow master must
 	// not land on a later round's grant there as if it were the same hold.
-	_, reenter := lock.OwnerFrom(ctx)
-	base := ctx
-	c := newCall(l, o)
-	var deadline time.Time
+	// It re-enters only when its owner holds this lock on some master,
+	// not merely because its ctx carries an owner.
+	a := &acquirer{l: l, o: o, reenter: l.heldBy(ctx), ctx: ctx, base: ctx, out: outcome{ttl: -1}}
+	a.c = newCall(l, o)
 	if !blocking {
-		deadline = time.Now().Add(o.wait)
+		a.deadline = time.Now().Add(o.wait)
+		t := time.NewTimer(o.wait)
+		defer t.Stop()
+		a.expired = t.C
 	}
-	var (
-		ws *watches
-		bo *backoff.ExponentialBackOff
-	)
-	defer func() { ws.close() }()
-	for attempt := 1; ; attempt++ {
-		if !reenter {
-			ctx = lock.WithOwner(base)
+	// A re-entry, and a TryLock that does not wait, do not queue.
+	if !a.reenter && (blocking || o.wait > 0) {
+		a.e, a.mb = l.join()
+		defer a.e.leave(a.mb)
+	}
+	defer func() {
+		if held == nil {
+			a.ws.pass(a.taken)
 		}
-		h, out := c.round(ctx, attempt)
-		if h != nil {
+		if a.e == nil {
+			a.ws.close()
+		}
+	}()
+	if a.e != nil {
+		a.kick = a.e.kick
+	}
+	return a.run()
+}
+
+// acquirer is the state of one acquire call between its rounds.
+type acquirer struct {
+	l       *Lock
+	o       *options
+	c       *call
+	reenter bool
+	base    context.Context // the caller's ctx
+	ctx     context.Context // base, with the current round's owner unless the call re-enters
+
+	deadline time.Time        // TryLock's: the end of its wait
+	expired  <-chan time.Time // fires at deadline
+
+	e  *entry  // the local queue, unless the call does not queue
+	mb *member // the call's place in it
+
+	ws     *watches // the queue's subscription, or the call's own
+	out    outcome  // the last failed round's
+	rounds int
+	// taken are the masters whose wake-up the call took and no
+	// answered round used: passed on if the call leaves without one.
+	taken []int
+	kick  <-chan struct{}
+	bo    *backoff.ExponentialBackOff // after a round the quorum was in reach of
+	split *backoff.ExponentialBackOff // after rounds that collided with other contenders
+	woken lock.WakeReason             // what ended the last sleep
+}
+
+// run is acquire's loop: the call's turn in the queue, a round, and the
+// subscription or the sleep before the next one.
+func (a *acquirer) run() (*Held, error) {
+	for {
+		if err := a.turn(); err != nil {
+			return a.fail(err)
+		}
+		if h := a.try(); h != nil {
 			return h, nil
 		}
-		qerr := out.quorumError(l, attempt)
-		if ctx.Err() != nil {
-			return nil, errors.Join(qerr, ctx.Err())
+		left, over, cause := a.settle()
+		if over {
+			return a.fail(cause)
 		}
-		if out.permanent > len(l.ms)-l.quorum {
-			return nil, qerr // closed Clients or bad names: retrying cannot help
-		}
-		left := time.Duration(1<<63 - 1)
-		if !deadline.IsZero() {
-			if left = time.Until(deadline); left <= 0 {
-				return nil, qerr
-			}
-		}
-		if ws == nil {
-			// Subscribe before the next round, so that a release between
-			// that round and the sleep after it still wakes us.
-			ws = l.watch(ctx, min(left, o.perMaster))
+		if a.ws == nil {
+			a.subscribe(left)
 			continue
 		}
-		ws.drain(out.released) // the messages of our own releases must not end the sleep
-		var d time.Duration
-		reason := WakeDelay
-		if out.busy(l) && out.ttl > 0 {
-			d, reason = out.ttl, lock.WakeTimeout // held by another: sleep until released
-		} else {
-			if bo == nil {
-				bo = backoff.NewExponentialBackOff(
-					backoff.WithInitialInterval(minRetryDelay),
-					backoff.WithMaxInterval(maxRetryDelay),
-					backoff.WithRandomizationFactor(0.5),
-					backoff.WithMultiplier(2),
-					backoff.WithMaxElapsedTime(0))
-			}
-			d = bo.NextBackOff()
-		}
-		if d >= left {
-			d, reason = left, WakeDelay
-		}
-		// The masters that must be released before the quorum is in
-		// reach: the refusals beyond the N − quorum the lock can spare.
-		need := max(out.refused-(len(l.ms)-l.quorum), 1)
-		if err := ws.sleep(ctx, o, d, reason, need); err != nil {
-			return nil, errors.Join(qerr, err)
+		if err := a.wait(left); err != nil {
+			return a.fail(err)
 		}
 	}
+}
+
+// fail returns the error of a call that gives up, for cause (nil when
+// the rounds alone decided).
+func (a *acquirer) fail(cause error) (*Held, error) {
+	if cause == nil || errors.Is(cause, errWaitOver) {
+		return nil, a.out.quorumError(a.l, a.rounds)
+	}
+	return nil, errors.Join(a.out.quorumError(a.l, a.rounds), cause)
+}
+
+// turn waits, when the call queues, until it heads the queue and no
+// acquisition of this process holds the lock.
+func (a *acquirer) turn() error {
+	if a.e == nil {
+		return nil
+	}
+	start := time.Now()
+	waited, err := a.e.turn(a.ctx, a.mb, a.expired)
+	if err != nil {
+		return err
+	}
+	if waited {
+		a.woken = lock.WakeRelease
+		if a.o.obs != nil && a.o.obs.WakeUp != nil {
+			a.o.obs.WakeUp(a.ctx, WakeUp{Reason: lock.WakeRelease, Slept: time.Since(start)})
+		}
+	}
+	if a.ws == nil {
+		a.ws = a.e.current()
+	}
+	select { // a local release before this round: the round sees it
+	case <-a.kick:
+	default:
+	}
+	return nil
+}
+
+// try runs one round, and returns its Held when it acquired.
+func (a *acquirer) try() *Held {
+	if !a.reenter {
+		a.ctx = lock.WithOwner(a.base)
+	}
+	a.taken = a.ws.drain(a.taken) // this round sees what those messages announced
+	a.rounds++
+	h, r := a.c.round(a.ctx, a.rounds)
+	if h != nil {
+		a.l.hold(h)
+		return h
+	}
+	a.out = r
+	return nil
+}
+
+// settle decides, after a failed round, whether the call gives up (over,
+// for cause); otherwise it returns how long the call may still wait.
+func (a *acquirer) settle() (left time.Duration, over bool, cause error) {
+	if a.ctx.Err() != nil {
+		return 0, true, a.ctx.Err()
+	}
+	a.taken = a.taken[:0]
+	if a.out.permanent > len(a.l.ms)-a.l.quorum {
+		return 0, true, nil // closed Clients or bad names: retrying cannot help
+	}
+	left = time.Duration(1<<63 - 1)
+	if !a.deadline.IsZero() {
+		if left = time.Until(a.deadline); left <= 0 {
+			return 0, true, nil
+		}
+	}
+	return left, false, nil
+}
+
+// subscribe opens the call's subscription, or the queue's, after its
+// first failed round.
+func (a *acquirer) subscribe(left time.Duration) {
+	// Subscribe before the next round, so that a release between
+	// that round and the sleep after it still wakes us.
+	if a.e != nil {
+		a.ws = a.e.subscription(a.ctx, a.l, min(left, a.o.perMaster))
+	} else {
+		a.ws = a.l.watch(a.ctx, min(left, a.o.perMaster))
+	}
+	a.woken = ""
+}
+
+// wait sleeps between two rounds, for at most left, and after rounds that
+// collided waits a random delay more.
+func (a *acquirer) wait(left time.Duration) error {
+	// Rounds that collided: woken by releases, this call still got
+	// some masters but not the quorum. Another contender won, or (a
+	// split vote) nobody did; the next wake-up then waits a random,
+	// growing delay first, so that contenders woken together do not
+	// collide again.
+	collided := a.out.busy(a.l) && a.out.granted > 0 && a.woken == lock.WakeMessage
+	if !collided {
+		a.split = nil
+	}
+	var err error
+	a.woken, a.taken, err = a.ws.sleep(a.ctx, a.o, a.plan(left), a.taken)
+	if err != nil {
+		return err
+	}
+	if collided && a.woken == lock.WakeMessage {
+		if a.split == nil {
+			a.split = newBackOff()
+		}
+		return pause(a.ctx, a.split.NextBackOff(), a.expired)
+	}
+	return nil
+}
+
+// plan returns the sleep after the last failed round, at most left.
+func (a *acquirer) plan(left time.Duration) sleep {
+	l, out := a.l, a.out
+	var s sleep
+	if out.busy(l) {
+		// Holders of other owners keep the quorum out of reach: only
+		// the release of enough of those masters, or the end of their
+		// leases, can change that. Other masters' messages (other
+		// contenders' rounds giving back what they took) are not
+		// listened to.
+		s.listen = l.canonical(out.refusers)
+		s.need = max(out.refused-(len(l.ms)-l.quorum), 1)
+		s.d, s.reason = a.ws.leasesEnd(l, out, s.need), lock.WakeTimeout
+	} else {
+		if a.bo == nil {
+			a.bo = newBackOff()
+		}
+		s.d, s.reason = a.bo.NextBackOff(), WakeDelay
+	}
+	if s.d >= left {
+		s.d, s.reason = left, WakeDelay
+	}
+	s.kick = a.kick
+	return s
+}
+
+// newBackOff returns the random growing delay between rounds that did not
+// fail for holders alone: exponential from minRetryDelay to
+// maxRetryDelay, ±50%.
+func newBackOff() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(minRetryDelay),
+		backoff.WithMaxInterval(maxRetryDelay),
+		backoff.WithRandomizationFactor(0.5),
+		backoff.WithMultiplier(2),
+		backoff.WithMaxElapsedTime(0))
+}
+
+// pause waits d, or until ctx ends or expired fires (errWaitOver).
+func pause(ctx context.Context, d time.Duration, expired <-chan time.Time) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return errWaitOver
+	}
+}
+
+// canonical maps masters' indices in l.ms to their canonical positions.
+func (l *Lock) canonical(is []int) []int {
+	out := make([]int, len(is))
+	for k, i := range is {
+		out[k] = l.canon[i]
+	}
+	return out
 }
 
 // QuorumError is returned by Lock and TryLock when too few masters
@@ -223,7 +444,7 @@ func (e *QuorumError) Error() string {
 	for _, err := range e.Errs {
 		s += "; " + err.Error()
 	}
-	return s
+	return oneline.Tidy(s)
 }
 
 // Unwrap returns ErrQuorum, ErrNotAcquired and the masters' errors.

@@ -77,8 +77,10 @@ func (r *round) decide(replies []reply) []reply {
 type outcome struct {
 	granted   int
 	refused   int
-	permanent int           // closed Clients, bad names
-	ttl       time.Duration // the longest remaining lease of the refusing holders
+	permanent int             // closed Clients, bad names
+	ttl       time.Duration   // the longest remaining lease of the refusing holders
+	refusers  []int           // the masters held by another owner
+	ttls      []time.Duration // their remaining leases: -1 unknown, lock.NoExpiry
 	validity  time.Duration
 	errs      []error
 	released  []int // masters where this round released its grant
@@ -102,8 +104,36 @@ func (o outcome) quorumError(l *Lock, rounds int) *QuorumError {
 // after the write would leave a hold nobody knows of.
 func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 	l, o := c.l, c.o
-	n := len(l.ms)
 	start := time.Now()
+	out, grants := c.tally(ctx, c.collect(ctx, start))
+
+	var fence uint64
+	var ferr error
+	if len(grants) >= l.quorum && ctx.Err() == nil && o.fenced {
+		fence, ferr = c.fence(ctx, grants)
+		if ferr != nil {
+			out.errs = append(out.errs, ferr)
+		}
+	}
+	elapsed := time.Since(start)
+	out.validity = o.validityLease - elapsed - o.drift
+	ok := len(grants) >= l.quorum && out.validity > 0 && ferr == nil && ctx.Err() == nil
+	var h *Held
+	if ok {
+		h = newHeld(ctx, l, o, grants, fence, start, out.validity)
+	} else {
+		out.released = c.releaseAll(grants)
+	}
+	c.observe(ctx, attempt, out, elapsed, ok)
+	return h, out
+}
+
+// collect starts the round's attempts, one per master, unless ctx ended,
+// and returns the replies that came until all did, the per-master
+// timeout or ctx ended; later ones are not counted.
+func (c *call) collect(ctx context.Context, start time.Time) []reply {
+	l, o := c.l, c.o
+	n := len(l.ms)
 	r := &round{out: make(chan reply, n)}
 	mctx := context.WithoutCancel(ctx) // per-master holds end only by Unlock or loss
 	replies := make([]reply, 0, n)
@@ -129,8 +159,15 @@ collect:
 		}
 	}
 	timer.Stop()
-	replies = r.decide(replies)
+	return r.decide(replies)
+}
 
+// tally sorts a round's replies into its grants and the outcome of the
+// round should it fail: counts, the refusing holders' leases, and an
+// error naming every master that did not grant, answered or not.
+func (c *call) tally(ctx context.Context, replies []reply) (outcome, []reply) {
+	l, o := c.l, c.o
+	n := len(l.ms)
 	var out outcome
 	out.ttl = -1
 	answered := make([]bool, n)
@@ -144,6 +181,8 @@ collect:
 		case rep.refused:
 			out.refused++
 			out.ttl = max(out.ttl, rep.ttl)
+			out.refusers = append(out.refusers, rep.i)
+			out.ttls = append(out.ttls, rep.ttl)
 		case errors.Is(rep.err, lock.ErrClosed) || errors.Is(rep.err, lock.ErrInvalid):
 			out.permanent++
 		}
@@ -160,33 +199,21 @@ collect:
 		}
 	}
 	out.granted = len(grants)
+	return out, grants
+}
 
-	var fence uint64
-	var ferr error
-	if len(grants) >= l.quorum && ctx.Err() == nil && o.fenced {
-		fence, ferr = c.fence(ctx, grants)
-		if ferr != nil {
-			out.errs = append(out.errs, ferr)
-		}
+// observe reports the round to the Observer's Round hook, if any.
+func (c *call) observe(ctx context.Context, attempt int, out outcome, elapsed time.Duration, ok bool) {
+	l, o := c.l, c.o
+	if o.obs == nil || o.obs.Round == nil {
+		return
 	}
-	elapsed := time.Since(start)
-	out.validity = o.validityLease - elapsed - o.drift
-	ok := len(grants) >= l.quorum && out.validity > 0 && ferr == nil && ctx.Err() == nil
-	var h *Held
-	if ok {
-		h = newHeld(ctx, l, o, grants, fence, start, out.validity)
-	} else {
-		out.released = c.releaseAll(grants)
+	e := Round{Attempt: attempt, Masters: len(l.ms), Needed: l.quorum, Granted: out.granted, Refused: out.refused,
+		Elapsed: elapsed, Validity: out.validity, Acquired: ok}
+	if !ok {
+		e.Err = out.quorumError(l, attempt)
 	}
-	if o.obs != nil && o.obs.Round != nil {
-		e := Round{Attempt: attempt, Masters: n, Needed: l.quorum, Granted: len(grants), Refused: out.refused,
-			Elapsed: elapsed, Validity: out.validity, Acquired: ok}
-		if !ok {
-			e.Err = out.quorumError(l, attempt)
-		}
-		o.obs.Round(ctx, e)
-	}
-	return h, out
+	o.obs.Round(ctx, e)
 }
 
 // attempt tries the i-th master once. A grant that comes after the round
@@ -212,7 +239,7 @@ func (c *call) attempt(ctx context.Context, r *round, i int, deadline time.Time)
 	h, err := m.TryLock(ctx, c.o.mopts...)
 	rep := reply{i: i, h: h, err: err, ttl: -1}
 	if err != nil && errors.Is(err, lock.ErrNotAcquired) {
-		// ctx never ends (see round): ErrNotAcquired means another owner
+		// ctx never ends (see collect): ErrNotAcquired means another owner
 		// holds it. Its remaining lease bounds the sleep before the next
 		// round when no unlock message comes.
 		rep.refused = true

@@ -11,10 +11,19 @@
 // Delivery: the message "0" (one release) wakes ONE waiter of the channel,
 // the one waiting longest that has no wake-up pending; "1" (a read-write
 // unlock) wakes all of them. A wake-up that a waiter leaves without
-// consuming is handed to the next waiter, so none is lost to a waiter that
-// gave up. When the connection breaks, every waiter is woken (a message
-// may have been lost in the gap) and the Hub reconnects and re-subscribes
-// the channels still needed, with backoff, until it is closed.
+// consuming is handed to the next waiter by Close; one it consumed but did
+// not use (it left without the attempt) it hands on with Pass. So none is
+// lost to a waiter that gave up. When the connection breaks, every waiter
+// is woken (a message may have been lost in the gap), and the Hub
+// reconnects and re-subscribes the channels still needed, with backoff
+// from 20ms, until it is closed; once the server confirms a channel's
+// re-subscription its waiters are woken again, since a release between
+// their retry and that confirmation reached nobody.
+//
+// Close does no I/O: the Hub's background goroutine unsubscribes a
+// channel left without waiters. It also settles a channel whose Subscribe
+// was cut short by its ctx after SUBSCRIBE was sent (nothing stays
+// subscribed), and one the server dropped on its own.
 //
 // The connection is a rueidis dedicated connection with pub/sub hooks
 // (Dedicate + SetPubSubHooks), chosen over Receive because channels come
@@ -25,5 +34,7 @@
 // In a Redis Cluster, plain pub/sub needs one Hub (a PUBLISH reaches the
 // subscribers of every node), but SSUBSCRIBE must reach the master owning
 // the channel's slot: Shards keeps one Hub per master and routes each
-// channel by its Slot.
+// channel by its Slot. A channel whose slot moved (the node drops it, or
+// answers MOVED to a re-subscription) moves with its waiters to the new
+// owner's Hub; the other channels are not disturbed.
 package pubsub

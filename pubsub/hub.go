@@ -20,8 +20,12 @@ type Reason int
 const (
 	// Message: an unlock message arrived on the channel.
 	Message Reason = iota + 1
-	// Reconnect: the subscription connection broke; a message may have
-	// been missed, so every waiter tries again.
+	// Reconnect: the subscription connection broke, or the channel's
+	// subscription was (re-)established after a break or a slot move, or
+	// restored after a Subscribe that was cut short. A message may have
+	// been missed, so every waiter tries again. After a break a waiter is
+	// woken twice: at the break and once the server has confirmed the
+	// re-subscription; a release between the two is seen by the second.
 	Reconnect
 )
 
@@ -43,13 +47,26 @@ type Options struct {
 	// OnReconnect, when set, is called after the connection broke and
 	// before it is re-established, with the error that broke it.
 	OnReconnect func(err error)
-	// UnsubscribeTimeout bounds the UNSUBSCRIBE sent when a channel's last
-	// waiter leaves. Default 2s.
+	// UnsubscribeTimeout bounds each round trip of the Hub's background
+	// work: the UNSUBSCRIBE sent when a channel's last waiter left, and a
+	// re-subscription. Default 2s.
 	UnsubscribeTimeout time.Duration
+
+	// moved, set by Shards, takes the waiters of a channel whose slot
+	// moved to the master at addr (a MOVED answer to SSUBSCRIBE).
+	moved func(name, addr string, ws []*Waiter)
 }
 
 // Hub is one Redis master's subscription connection, shared by every
 // waiter of a Client. It is safe for concurrent use.
+//
+// Besides the goroutine that watches the connection, a Hub has one
+// background goroutine, started with its first connection and ended by
+// Close, for the work that must not wait on a caller: unsubscribing a
+// channel whose last waiter left (Waiter.Close returns at once), and
+// settling a channel whose subscription is in doubt (a Subscribe cut
+// short by its ctx after it sent SUBSCRIBE; a server that dropped the
+// channel on its own, as a cluster node does for a slot it gave away).
 type Hub struct {
 	c    rueidis.Client
 	opts Options
@@ -59,16 +76,29 @@ type Hub struct {
 	// end with a context.
 	sub chan struct{}
 
+	// ctx is cancelled by Close: it bounds the background work.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	// mu guards the fields below. It is never held across I/O: the
 	// message hooks run on the connection's reader goroutine and take it.
 	mu       sync.Mutex
 	conn     rueidis.DedicatedClient
 	gen      uint64 // connection generation, bumped on every reconnect
 	channels map[string]*channel
-	confirms map[string]chan struct{}
-	closed   bool
-	bo       *backoff.ExponentialBackOff // reconnect delays, reset on success
+	dirty    map[string]bool // channels for the background goroutine
+	worker   bool            // the background goroutine was started
+	// reconnecting: the connection broke and its watch goroutine will
+	// reconnect and re-subscribe, unless a Subscribe connects first.
+	reconnecting bool
+	closed       bool
+	bo           *backoff.ExponentialBackOff // reconnect delays, reset on success
 
+	// beforeConnect, set only by tests, runs at the start of every
+	// subscribeLocked, before it connects.
+	beforeConnect func()
+
+	kick chan struct{} // there is background work; capacity 1
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -76,7 +106,7 @@ type Hub struct {
 type channel struct {
 	name       string
 	waiters    []*Waiter // in arrival order
-	subscribed bool
+	subscribed bool      // confirmed on the current connection
 }
 
 // New returns a Hub on c. It connects on the first Subscribe.
@@ -84,17 +114,25 @@ func New(c rueidis.Client, opts Options) *Hub {
 	if opts.UnsubscribeTimeout <= 0 {
 		opts.UnsubscribeTimeout = 2 * time.Second
 	}
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 20 * time.Millisecond
-	bo.MaxInterval = 2 * time.Second
-	bo.MaxElapsedTime = 0
+	// The options, not fields set afterwards: NewExponentialBackOff
+	// computes the first interval from InitialInterval before it returns
+	// (500ms by default).
+	bo := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(20*time.Millisecond),
+		backoff.WithMaxInterval(2*time.Second),
+		backoff.WithMaxElapsedTime(0),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Hub{
 		bo:       bo,
 		c:        c,
 		opts:     opts,
 		sub:      make(chan struct{}, 1),
+		ctx:      ctx,
+		cancel:   cancel,
 		channels: map[string]*channel{},
-		confirms: map[string]chan struct{}{},
+		dirty:    map[string]bool{},
+		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
 }
@@ -115,6 +153,12 @@ func (h *Hub) unlockSub() { <-h.sub }
 // Subscribe adds a waiter to the channel named name. It returns once the
 // server has confirmed the subscription, so every message published after
 // it returns reaches the Waiter. Close the Waiter when done.
+//
+// When ctx ends first, Subscribe returns ctx's error and the Hub settles
+// the channel in the background: a SUBSCRIBE the server still carries out
+// is followed by UNSUBSCRIBE, unless other waiters need the channel.
+//
+// May return ErrClosed, ctx's error, or the subscription's error.
 func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 	if err := h.lockSub(ctx); err != nil {
 		return nil, err
@@ -138,7 +182,7 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 	if ready {
 		return w, nil
 	}
-	if err := h.subscribeLocked(ctx, h.pendingNames()); err != nil {
+	if err := h.subscribeLocked(ctx, w)[name]; err != nil {
 		h.mu.Lock()
 		h.removeWaiterLocked(w)
 		h.mu.Unlock()
@@ -147,62 +191,238 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 	return w, nil
 }
 
-// subscribeLocked connects when needed and subscribes names, waiting for
-// the server's confirmation of each. The caller holds h.sub.
-func (h *Hub) subscribeLocked(ctx context.Context, names []string) error {
+// subscribeLocked connects when needed and subscribes every channel with
+// waiters that the connection has not confirmed, one command per channel:
+// the reply to each SUBSCRIBE is the server's confirmation of its
+// channel, so a command's success means that channel is subscribed, and a late confirmation of an earlier, abandoned command is
+// never taken for it. It returns the error of each channel that failed.
+// The caller holds h.sub.
+//
+// A confirmed channel's waiters, except self (whose Subscribe is the
+// caller and which tries next anyway), are woken with Reconnect: messages
+// published while the channel was not subscribed were lost. A channel
+// whose slot moved (MOVED) goes, with its waiters but self, to its new
+// owner through opts.moved. A channel whose outcome is unknown (ctx
+// ended, connection broke) is left to the background goroutine.
+func (h *Hub) subscribeLocked(ctx context.Context, self *Waiter) map[string]error {
+	if h.beforeConnect != nil {
+		h.beforeConnect()
+	}
+	errs := map[string]error{}
 	// The connection is the one connectLocked returns, not h.conn read
 	// again: its watch goroutine may already have detached it (a
 	// connection that broke at once), and then the DoMulti below fails
 	// on it and the watcher reconnects.
 	conn, err := h.connectLocked()
 	if err != nil {
+		for _, n := range h.pendingNames() {
+			errs[n] = err
+		}
+		return errs
+	}
+	// The names are read once connected, not before: a connection made
+	// here, after the old one broke, carries none of the channels, and
+	// the watch goroutine leaves them to whoever connected first.
+	names := h.pendingNames()
+	if len(names) == 0 {
+		return errs
+	}
+	cmds := make(rueidis.Commands, len(names))
+	for i, n := range names {
+		if h.opts.Sharded {
+			cmds[i] = conn.B().Ssubscribe().Channel(n).Build()
+		} else {
+			cmds[i] = conn.B().Subscribe().Channel(n).Build()
+		}
+	}
+	res := conn.DoMulti(ctx, cmds...)
+
+	var moves []move
+	h.mu.Lock()
+	for i, n := range names {
+		err := res[i].Error()
+		if err == nil {
+			h.confirmedLocked(conn, n, self)
+			continue
+		}
+		errs[n] = fmt.Errorf("rlock: subscribe: %w", err)
+		if m, ok := h.refusedLocked(n, err, self); ok {
+			moves = append(moves, m)
+		}
+	}
+	h.mu.Unlock()
+	for _, m := range moves {
+		h.opts.moved(m.name, m.addr, m.ws)
+	}
+	return errs
+}
+
+// move is a channel whose slot moved, with the waiters that go with it.
+type move struct {
+	name, addr string
+	ws         []*Waiter
+}
+
+// confirmedLocked marks channel n subscribed on conn, and wakes its
+// waiters but self with Reconnect. The caller holds h.mu.
+func (h *Hub) confirmedLocked(conn rueidis.DedicatedClient, n string, self *Waiter) {
+	ch := h.channels[n]
+	if ch == nil {
+		h.dirtyLocked(n) // its waiters left meanwhile
+		return
+	}
+	if h.conn == conn {
+		ch.subscribed = true
+	}
+	for _, w := range ch.waiters {
+		if w != self {
+			w.signal(Reconnect)
+		}
+	}
+}
+
+// refusedLocked handles channel n's failed subscription: an unknown
+// outcome is left to the background; a MOVED answer takes the channel's
+// waiters but self away, to be moved to the new owner. The caller holds
+// h.mu.
+func (h *Hub) refusedLocked(n string, err error, self *Waiter) (move, bool) {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) {
+		h.dirtyLocked(n) // sent or not: the background settles it
+		return move{}, false
+	}
+	// The server refused: nothing is subscribed.
+	ch := h.channels[n]
+	addr, ok := re.IsMoved()
+	if !ok || h.opts.moved == nil || ch == nil {
+		return move{}, false
+	}
+	var ws, stay []*Waiter
+	for _, w := range ch.waiters {
+		if w == self {
+			stay = append(stay, w)
+		} else {
+			ws = append(ws, w)
+		}
+	}
+	ch.waiters = stay
+	if len(stay) == 0 {
+		delete(h.channels, n)
+	}
+	return move{n, addr, ws}, len(ws) > 0
+}
+
+// dirtyLocked leaves the channel name to the background goroutine: it
+// unsubscribes the channel when it has no waiters, and subscribes it when
+// it has waiters but is not subscribed. The caller holds h.mu.
+func (h *Hub) dirtyLocked(name string) {
+	if h.closed {
+		return
+	}
+	h.dirty[name] = true
+	if !h.worker {
+		h.worker = true
+		h.wg.Add(1)
+		go h.background()
+	}
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// background does the work left by dirtyLocked until Close.
+func (h *Hub) background() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.kick:
+		case <-h.stop:
+			return
+		}
+		_ = h.settle(h.ctx)
+	}
+}
+
+// settle does the work queued by dirtyLocked: UNSUBSCRIBE for channels
+// left without waiters, and a subscription of every channel with waiters
+// that is not subscribed when one of them was queued. When that
+// subscription fails other than by a moved slot, it closes the connection:
+// its watch goroutine then reconnects with backoff and re-subscribes.
+func (h *Hub) settle(ctx context.Context) error {
+	if err := h.lockSub(ctx); err != nil {
 		return err
 	}
+	defer h.unlockSub()
 	h.mu.Lock()
-	waits := make([]chan struct{}, len(names))
-	for i, n := range names {
-		waits[i] = make(chan struct{})
-		h.confirms[n] = waits[i]
-	}
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		for _, n := range names {
-			delete(h.confirms, n)
+	var unsub []string
+	resub := false
+	for n := range h.dirty {
+		if ch := h.channels[n]; ch == nil {
+			unsub = append(unsub, n)
+		} else if !ch.subscribed {
+			resub = true
 		}
-		h.mu.Unlock()
-	}()
+	}
+	clear(h.dirty)
+	conn := h.conn
+	h.mu.Unlock()
 
-	var cmds rueidis.Commands
-	if h.opts.Sharded {
-		for _, g := range bySlot(names) {
-			cmds = append(cmds, conn.B().Ssubscribe().Channel(g...).Build())
+	ctx, cancel := context.WithTimeout(ctx, h.opts.UnsubscribeTimeout)
+	defer cancel()
+	if conn != nil && len(unsub) > 0 {
+		// A connection made after the channel was last subscribed does
+		// not carry it; unsubscribing there does no harm.
+		cmds := make(rueidis.Commands, len(unsub))
+		for i, n := range unsub {
+			if h.opts.Sharded {
+				cmds[i] = conn.B().Sunsubscribe().Channel(n).Build()
+			} else {
+				cmds[i] = conn.B().Unsubscribe().Channel(n).Build()
+			}
 		}
-	} else {
-		cmds = append(cmds, conn.B().Subscribe().Channel(names...).Build())
+		// A failure breaks the connection, and a reconnect forgets the
+		// channels.
+		conn.DoMulti(ctx, cmds...)
 	}
-	for _, res := range conn.DoMulti(ctx, cmds...) {
-		if err := res.Error(); err != nil {
-			return fmt.Errorf("rlock: subscribe: %w", err)
-		}
-	}
-	for _, w := range waits {
-		select {
-		case <-w:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-h.stop:
-			return ErrClosed
-		}
+	if !resub {
+		return nil
 	}
 	h.mu.Lock()
-	for _, n := range names {
-		if ch := h.channels[n]; ch != nil {
-			ch.subscribed = true
-		}
-	}
+	reconnecting := h.reconnecting && h.conn == nil
 	h.mu.Unlock()
+	if reconnecting {
+		return nil // the reconnect re-subscribes them
+	}
+	if failed(h.subscribeLocked(ctx, nil)) {
+		h.closeConn()
+	}
 	return nil
+}
+
+// failed tells whether errs has an error other than a moved slot's.
+func failed(errs map[string]error) bool {
+	for _, err := range errs {
+		var re *rueidis.RedisError
+		if errors.As(err, &re) {
+			if _, ok := re.IsMoved(); ok {
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// closeConn closes the current connection; its watch goroutine
+// reconnects after a backoff delay.
+func (h *Hub) closeConn() {
+	h.mu.Lock()
+	c := h.conn
+	h.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
 }
 
 // connectLocked returns the dedicated connection, opening it and starting
@@ -215,9 +435,13 @@ func (h *Hub) connectLocked() (rueidis.DedicatedClient, error) {
 	}
 	h.mu.Unlock()
 	conn, _ := h.c.Dedicate() // Close returns it to rueidis
+	h.mu.Lock()
+	h.gen++
+	gen := h.gen
+	h.mu.Unlock()
 	broken := conn.SetPubSubHooks(rueidis.PubSubHooks{
 		OnMessage:      h.onMessage,
-		OnSubscription: h.onSubscription,
+		OnSubscription: func(s rueidis.PubSubSubscription) { h.onSubscription(gen, s) },
 	})
 	h.mu.Lock()
 	if h.closed {
@@ -226,24 +450,31 @@ func (h *Hub) connectLocked() (rueidis.DedicatedClient, error) {
 		return nil, ErrClosed
 	}
 	h.conn = conn
-	h.gen++
-	gen := h.gen
+	h.reconnecting = false
 	h.mu.Unlock()
 	h.wg.Add(1)
 	go h.watch(gen, broken)
 	return conn, nil
 }
 
-func (h *Hub) onSubscription(s rueidis.PubSubSubscription) {
-	if s.Kind != "subscribe" && s.Kind != "ssubscribe" {
+// onSubscription watches for a channel that the server unsubscribed on
+// its own while it still has waiters: a cluster node does that with the
+// shard channels of a slot it gives away. The background goroutine then
+// subscribes it again (and, when the slot moved, on its new owner). An
+// unsubscription the Hub asked for concerns a channel without waiters.
+func (h *Hub) onSubscription(gen uint64, s rueidis.PubSubSubscription) {
+	if s.Kind != "unsubscribe" && s.Kind != "sunsubscribe" {
 		return
 	}
 	h.mu.Lock()
-	if c, ok := h.confirms[s.Channel]; ok {
-		close(c)
-		delete(h.confirms, s.Channel)
+	defer h.mu.Unlock()
+	if h.gen != gen {
+		return
 	}
-	h.mu.Unlock()
+	if ch := h.channels[s.Channel]; ch != nil && ch.subscribed {
+		ch.subscribed = false
+		h.dirtyLocked(s.Channel)
+	}
 }
 
 func (h *Hub) onMessage(m rueidis.PubSubMessage) {
@@ -259,14 +490,15 @@ func (h *Hub) onMessage(m rueidis.PubSubMessage) {
 		}
 		return
 	}
-	wakeOneLocked(ch)
+	wakeOneLocked(ch, nil)
 }
 
-// wakeOneLocked wakes the longest-waiting waiter of ch that has no wake-up
-// pending. With every waiter already woken, there is nobody left to wake.
-func wakeOneLocked(ch *channel) bool {
+// wakeOneLocked wakes the longest-waiting waiter of ch, other than not,
+// that has no wake-up pending. With every waiter already woken, there is
+// nobody left to wake.
+func wakeOneLocked(ch *channel, not *Waiter) bool {
 	for _, w := range ch.waiters {
-		if w.signal(Message) {
+		if w != not && w.signal(Message) {
 			return true
 		}
 	}
@@ -289,13 +521,41 @@ func (h *Hub) watch(gen uint64, broken <-chan error) {
 	if err == nil {
 		err = errors.New("connection closed")
 	}
+	delay, ok := h.detach(gen, err)
+	if !ok {
+		return
+	}
+	defer func() {
+		h.mu.Lock()
+		if h.gen == gen { // nobody connected: the next one to need it does
+			h.reconnecting = false
+		}
+		h.mu.Unlock()
+	}()
+
+	t := time.NewTimer(delay)
+	select {
+	case <-t.C:
+	case <-h.stop:
+		t.Stop()
+		return
+	}
+	h.resubscribe(gen)
+}
+
+// detach drops generation gen's broken connection (err says why) and
+// wakes every waiter with Reconnect. It returns the delay before
+// re-subscribing, and false when gen is not the current generation or
+// the Hub is closed (nothing to do).
+func (h *Hub) detach(gen uint64, err error) (time.Duration, bool) {
 	h.mu.Lock()
 	if h.gen != gen || h.closed {
 		h.mu.Unlock()
-		return
+		return 0, false
 	}
 	old := h.conn
 	h.conn = nil // from now on, a Subscribe connects anew
+	h.reconnecting = true
 	for _, ch := range h.channels {
 		ch.subscribed = false
 		for _, w := range ch.waiters {
@@ -310,15 +570,13 @@ func (h *Hub) watch(gen uint64, broken <-chan error) {
 	if h.opts.OnReconnect != nil {
 		h.opts.OnReconnect(err)
 	}
+	return delay, true
+}
 
-	t := time.NewTimer(delay)
-	select {
-	case <-t.C:
-	case <-h.stop:
-		t.Stop()
-		return
-	}
-	if h.lockSub(context.Background()) != nil {
+// resubscribe connects again and subscribes every channel with waiters,
+// unless a Subscribe has connected meanwhile.
+func (h *Hub) resubscribe(gen uint64) {
+	if h.lockSub(h.ctx) != nil {
 		return
 	}
 	defer h.unlockSub()
@@ -327,28 +585,21 @@ func (h *Hub) watch(gen uint64, broken <-chan error) {
 		h.mu.Unlock()
 		return // a Subscribe has connected meanwhile
 	}
-	names := make([]string, 0, len(h.channels))
-	for n := range h.channels {
-		names = append(names, n)
-	}
 	h.mu.Unlock()
-	if len(names) == 0 {
+	if len(h.pendingNames()) == 0 {
 		return // the next Subscribe connects
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
 	defer cancel()
-	if err := h.subscribeLocked(ctx, names); err == nil {
+	// A channel whose slot moved does not fail the others: it went to
+	// its new owner.
+	if !failed(h.subscribeLocked(ctx, nil)) {
 		h.mu.Lock()
 		h.bo.Reset()
 		h.mu.Unlock()
 		return
 	}
-	h.mu.Lock()
-	c := h.conn
-	h.mu.Unlock()
-	if c != nil {
-		c.Close() // its watch goroutine retries
-	}
+	h.closeConn() // its watch goroutine retries
 }
 
 // pendingNames lists the channels with waiters that the current
@@ -382,6 +633,7 @@ func (h *Hub) Close() {
 	}
 	h.closed = true
 	close(h.stop)
+	h.cancel()
 	conn := h.conn
 	h.conn = nil
 	h.mu.Unlock()

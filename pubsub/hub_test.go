@@ -94,6 +94,10 @@ func TestWakeOneAndWakeAll(t *testing.T) {
 	for _, w := range ws {
 		w.Close()
 	}
+	// Close unsubscribes in the background.
+	if err := pubsub.Flush(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
 	if n := numsub(t, rc, ch); n != 0 {
 		t.Fatalf("NUMSUB %d after every waiter left, want 0", n)
 	}
@@ -157,10 +161,20 @@ func TestReconnectWakesAllAndResubscribes(t *testing.T) {
 			t.Fatalf("woken by %v, want reconnect", r)
 		}
 	}
-	// A new Subscribe waits for the hub; once it returns, messages flow.
+	// A new Subscribe waits for the hub; once it returns, messages flow,
+	// and the waiters that were there before it are woken again (a
+	// message may have been published before the re-subscription).
 	c, err := h.Subscribe(context.Background(), ch)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range []*pubsub.Waiter{a, b} {
+		if r, ok := pending(w); !ok || r != pubsub.Reconnect {
+			t.Fatalf("after the re-subscription: woken %v by %v, want by reconnect", ok, r)
+		}
+	}
+	if r, ok := pending(c); ok {
+		t.Fatalf("the subscribing waiter woken by %v", r)
 	}
 	publish(t, rc, ch, "1")
 	for _, w := range []*pubsub.Waiter{a, b, c} {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock-go/rlock/internal/slots"
 )
 
 // ErrNoMaster is returned by Shards.Subscribe when no master is known for
@@ -24,8 +24,12 @@ var ErrNoMaster = errors.New("rlock: pubsub: no master known for the slot")
 //
 // The slot owners come from CLUSTER SLOTS, asked on the first Subscribe
 // and again after any Hub's connection broke (a failover or a resharding
-// may be why). A MOVED answer to SSUBSCRIBE moves that slot at once and
-// the Subscribe is retried once on the new owner. It is safe for
+// may be why). A MOVED answer to SSUBSCRIBE moves that slot at once: a
+// Subscribe is retried once on the new owner, and a channel whose waiters
+// were already waiting (the node dropped it when it gave the slot away, or
+// a re-subscription after a break was refused) moves with its waiters to
+// the new owner's Hub, which wakes them once it has subscribed there. The
+// other channels of the old owner stay subscribed. It is safe for
 // concurrent use.
 type Shards struct {
 	c    rueidis.Client
@@ -101,13 +105,21 @@ func (s *Shards) hubFor(ctx context.Context, slot uint16) (*Hub, error) {
 	if i < 0 {
 		return nil, fmt.Errorf("%w: slot %d", ErrNoMaster, slot)
 	}
-	addr := s.addrs[i]
+	return s.hubAtLocked(s.addrs[i])
+}
+
+// hubAtLocked returns the Hub of the master at addr, made when needed.
+// The caller holds s.mu.
+func (s *Shards) hubAtLocked(addr string) (*Hub, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
 	if h := s.hubs[addr]; h != nil {
 		return h, nil
 	}
 	node := s.c.Nodes()[addr]
 	if node == nil {
-		return nil, fmt.Errorf("%w: slot %d: no connection to %s", ErrNoMaster, slot, addr)
+		return nil, fmt.Errorf("%w: no connection to %s", ErrNoMaster, addr)
 	}
 	o := s.opts
 	o.OnReconnect = func(err error) {
@@ -118,53 +130,38 @@ func (s *Shards) hubFor(ctx context.Context, slot uint16) (*Hub, error) {
 			s.opts.OnReconnect(err)
 		}
 	}
-	h := New(node, o)
+	var h *Hub
+	o.moved = func(name, addr string, ws []*Waiter) { s.move(h, name, addr, ws) }
+	h = New(node, o)
 	s.hubs[addr] = h
 	return h, nil
 }
 
+// move takes the waiters ws of the channel name from the Hub from, whose
+// SSUBSCRIBE was answered MOVED to addr, to the Hub of addr, which
+// subscribes the channel and wakes them once the server confirms; the
+// other channels of from are not affected. When there is no Hub for addr
+// (no connection to it, or Shards closed), they go back to from, woken,
+// and are tried again at from's next re-subscription.
+func (s *Shards) move(from *Hub, name, addr string, ws []*Waiter) {
+	s.moved(Slot(name), addr)
+	s.mu.Lock()
+	to, err := s.hubAtLocked(addr)
+	s.mu.Unlock()
+	if err == nil && to != from && to.adopt(name, ws, true) {
+		return
+	}
+	from.adopt(name, ws, false)
+}
+
 // refresh reads the slot owners with CLUSTER SLOTS.
 func (s *Shards) refresh(ctx context.Context) error {
-	res := s.c.Do(ctx, s.c.B().ClusterSlots().Build())
-	ranges, err := res.ToArray()
+	t, err := slots.Read(ctx, s.c)
 	if err != nil {
 		return fmt.Errorf("rlock: pubsub: cluster slots: %w", err)
 	}
-	owner := make([]int16, Slots)
-	for i := range owner {
-		owner[i] = -1
-	}
-	var addrs []string
-	index := map[string]int16{}
-	for _, r := range ranges {
-		f, err := r.ToArray()
-		if err != nil || len(f) < 3 {
-			continue
-		}
-		lo, err1 := f[0].AsInt64()
-		hi, err2 := f[1].AsInt64()
-		master, err3 := f[2].ToArray()
-		if err1 != nil || err2 != nil || err3 != nil || len(master) < 2 || lo < 0 || hi >= Slots {
-			continue
-		}
-		ip, err1 := master[0].ToString()
-		port, err2 := master[1].AsInt64()
-		if err1 != nil || err2 != nil || ip == "" {
-			continue
-		}
-		addr := net.JoinHostPort(ip, strconv.FormatInt(port, 10))
-		i, ok := index[addr]
-		if !ok {
-			i = int16(len(addrs))
-			index[addr] = i
-			addrs = append(addrs, addr)
-		}
-		for slot := lo; slot <= hi; slot++ {
-			owner[slot] = i
-		}
-	}
 	s.mu.Lock()
-	s.owner, s.addrs, s.stale = owner, addrs, false
+	s.owner, s.addrs, s.stale = t.Owner, t.Addrs, false
 	s.mu.Unlock()
 	return nil
 }

@@ -1,16 +1,23 @@
 package pubsub
 
-import (
-	"context"
-
-	"github.com/redis/rueidis"
-)
+import "sync"
 
 // Waiter is one waiting call's place on a channel.
+//
+// A waiting call uses it so: Subscribe, then attempt; after each attempt
+// that finds the lock held, wait on C (and the lock's TTL); after each
+// wake-up, attempt again. It calls Pass when it took a wake-up from C and
+// then leaves, or gives up, without the attempt that wake-up asked for;
+// and Close when it leaves, in every case.
 type Waiter struct {
-	h    *Hub
 	name string
 	c    chan Reason // at most one pending wake-up
+
+	// mu guards h and closed: a Waiter of a Shards moves to another Hub
+	// when its channel's slot moves. It is taken before the Hub's mu.
+	mu     sync.Mutex
+	h      *Hub
+	closed bool
 }
 
 // C receives a Reason each time the waiter is woken. At most one wake-up
@@ -27,28 +34,59 @@ func (w *Waiter) signal(r Reason) bool {
 	}
 }
 
-// Close leaves the channel. A message wake-up that w had not consumed is
-// handed to another waiter of the channel; when w was the last waiter, the
-// connection unsubscribes from the channel. Close is idempotent.
-func (w *Waiter) Close() {
+// Pass hands a wake-up to another waiter of the channel: the
+// longest-waiting one that has none pending. It wakes nobody when no other
+// waiter is left, and never w itself.
+//
+// Call it when the caller received from C and will not make the attempt
+// that wake-up asked for, which is when it returns without having sent an
+// attempt to Redis that got an answer since that wake-up: its ctx ended
+// (in the sleep's select racing the wake-up, or before the attempt was
+// sent), the Client was closed, or the attempt failed on the network
+// (ErrUnavailable, a timeout). The release that sent the wake-up may have
+// freed the lock, and w was the one waiter told so. Do not call it after
+// an attempt that got an answer (acquired, or found the lock held): that
+// attempt used the wake-up. Calling it when in doubt costs another waiter
+// one attempt; not calling it can leave that waiter asleep on a free lock
+// until the holder's lease would have ended.
+//
+// Pass may be called before or after Close; a wake-up still pending on C
+// is handed on by Close without Pass.
+func (w *Waiter) Pass() {
+	w.mu.Lock()
 	h := w.h
 	h.mu.Lock()
+	w.mu.Unlock()
+	defer h.mu.Unlock()
+	if ch := h.channels[w.name]; ch != nil {
+		wakeOneLocked(ch, w)
+	}
+}
+
+// Close leaves the channel. A message wake-up that w had not consumed is
+// handed to another waiter of the channel; when w was the last waiter, the
+// Hub unsubscribes from the channel in the background: Close does no I/O.
+// Close is idempotent.
+func (w *Waiter) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	ch, removed := h.removeWaiterLocked(w)
 	if !removed {
-		h.mu.Unlock()
 		return
 	}
 	select {
 	case r := <-w.c:
 		if r == Message && ch != nil {
-			wakeOneLocked(ch)
+			wakeOneLocked(ch, nil)
 		}
 	default:
 	}
-	last := ch == nil
-	h.mu.Unlock()
-	if last {
-		h.unsubscribe(w.name)
+	if ch == nil {
+		h.dirtyLocked(w.name)
 	}
 }
 
@@ -76,29 +114,42 @@ func (h *Hub) removeWaiterLocked(w *Waiter) (remaining *channel, removed bool) {
 	return ch, true
 }
 
-// unsubscribe drops the subscription of a channel that has no waiters
-// left, unless a new waiter has come for it meanwhile.
-func (h *Hub) unsubscribe(name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.opts.UnsubscribeTimeout)
-	defer cancel()
-	if h.lockSub(ctx) != nil {
-		// Closed, or the connection is busy reconnecting: a reconnect
-		// subscribes only channels that still have waiters.
-		return
-	}
-	defer h.unlockSub()
+// adopt adds ws, waiters of the channel name that come from another Hub
+// (their slot moved here), and has the background goroutine subscribe the
+// channel; once the server confirms, every waiter is woken with Reconnect.
+// With subscribe false they are only added (and woken at once): nothing
+// is tried for them until the next re-subscription. It returns false when
+// the Hub is closed; then nothing is done.
+func (h *Hub) adopt(name string, ws []*Waiter, subscribe bool) bool {
 	h.mu.Lock()
-	_, back := h.channels[name]
-	conn := h.conn
+	closed := h.closed
 	h.mu.Unlock()
-	if back || conn == nil {
-		return
+	if closed {
+		return false
 	}
-	var cmd rueidis.Completed
-	if h.opts.Sharded {
-		cmd = conn.B().Sunsubscribe().Channel(name).Build()
-	} else {
-		cmd = conn.B().Unsubscribe().Channel(name).Build()
+	for _, w := range ws {
+		w.mu.Lock()
+		if !w.closed {
+			h.mu.Lock()
+			ch := h.channels[name]
+			if ch == nil {
+				ch = &channel{name: name}
+				h.channels[name] = ch
+			}
+			ch.waiters = append(ch.waiters, w)
+			ch.subscribed = false
+			w.h = h
+			if !subscribe {
+				w.signal(Reconnect)
+			}
+			h.mu.Unlock()
+		}
+		w.mu.Unlock()
 	}
-	_ = conn.Do(ctx, cmd).Error() // a failure breaks the connection, and a reconnect forgets the channel
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.channels[name] != nil && subscribe {
+		h.dirtyLocked(name)
+	}
+	return true
 }
