@@ -4,11 +4,13 @@
 // Usage:
 //
 //	rlock run --name NAME [--addr HOST:PORT[,HOST:PORT...]] [--all]
-//	          [--wait D] [--lease D] [--watchdog-timeout D] [--grace D]
-//	          [--conflict-exit-code N] [--username U] [--password P] [--tls]
-//	          [--trace stdout] -- COMMAND [ARGS...]
+//	          [--wait D|SECONDS|forever] [--lease D] [--watchdog-timeout D]
+//	          [--grace D] [--conflict-exit-code N] [--verbose|--quiet]
+//	          [--no-fence] [--forward-all-signals] [--username U]
+//	          [--password P] [--tls] [--trace stdout] -- COMMAND [ARGS...]
 //	rlock inspect [--addr HOST:PORT] [--json] NAME
 //	rlock demo [--workers N] [--rounds N] [--seed S] [--trace stdout]
+//	rlock completion bash|zsh
 //	rlock help [COMMAND]
 //	rlock version
 //
@@ -19,12 +21,21 @@
 // releases the lock when it exits, with a fresh context bounded to a few
 // seconds. Without --lease the watchdog renews the lock for as long as the
 // command runs; --watchdog-timeout sets its lease (renewed every third of
-// it). The command's environment gets RLOCK_NAME and RLOCK_FENCE, the
-// lock's fencing token (Redisson's RFencedLock counter), which strictly
-// increases with every acquisition of NAME. SIGINT, SIGTERM, SIGHUP,
-// SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the command. If the lock
-// is lost while the command runs, rlock prints why on stderr, sends the
-// command SIGTERM, then SIGKILL after --grace, and exits 76.
+// it). The command's environment is rlock's without RLOCK_PASSWORD, plus
+// RLOCK_NAME, RLOCK_FENCE, the lock's fencing token (Redisson's
+// RFencedLock counter), which strictly increases with every acquisition of
+// NAME (not with --no-fence), and TRACEPARENT of rlock's hold span. SIGINT,
+// SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
+// command, except a terminal's Ctrl-C or Ctrl-\ and systemd's SIGTERM to
+// a whole unit, which reached it already. If the lock is lost while the
+// command runs, rlock prints why on stderr, sends the command SIGTERM,
+// then SIGKILL after --grace, and exits 76.
+//
+// --wait takes a duration, flock's bare seconds or "forever". A busy lock
+// is reported with its holder — rlock's own Clients have ids
+// "<host>-<pid>-<random>", so the host and pid are shown — and whether
+// its lease is renewed; --verbose says so while waiting, --quiet says
+// nothing, and --conflict-exit-code 0 skips silently.
 //
 // --addr defaults to $RLOCK_ADDR, else 127.0.0.1:6379; --password to
 // $RLOCK_PASSWORD.
@@ -50,9 +61,13 @@
 // # inspect
 //
 // inspect reads the lock NAME: its holders (field, hold count, client id
-// and owner id), TTL, whether it has Redisson's layout, its unlock channel
-// and the connections subscribed to it (PUBSUB NUMSUB and SHARDNUMSUB),
-// and the fenced lock's token. --json prints one JSON object.
+// and owner id, host and pid for rlock's ids), TTL, whether it has
+// Redisson's layout, its unlock channel and the connections subscribed to
+// it (PUBSUB NUMSUB and SHARDNUMSUB), and the fenced lock's token, with
+// warnings for a lock without TTL, several holders or a layout it cannot
+// read. --json prints one JSON object. It exits 65 for a key that is not
+// a lock, 69 when Redis is unreachable, 77 when it refuses the
+// credentials.
 //
 // # demo
 //
@@ -71,6 +86,7 @@
 //	1      inspect, demo: an error
 //	64     bad usage: unknown flag or command, missing or empty name,
 //	       bad duration, no command, an address given twice
+//	65     inspect: the key is not a lock
 //	69     Redis could not be reached (connecting gives up after 3s);
 //	       several masters: fewer than the quorum could
 //	70     internal error

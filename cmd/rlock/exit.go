@@ -22,6 +22,8 @@ const (
 	// exitUsage: bad usage — unknown flag, missing or empty name, bad
 	// duration, no command, an address given twice (EX_USAGE).
 	exitUsage = 64
+	// exitDataErr: inspect found a key that is not a lock (EX_DATAERR).
+	exitDataErr = 65
 	// exitUnavailable: Redis could not be reached or did not answer; with
 	// several masters, fewer than the quorum could (EX_UNAVAILABLE).
 	exitUnavailable = 69

@@ -23,13 +23,24 @@ import (
 const inspectUsage = `rlock inspect [--addr HOST:PORT] [--json] NAME
 
 Shows the lock NAME as Redis holds it: its holders (hash field, hold count,
-and the field split into client id and owner id), its remaining TTL,
-whether it has Redisson's layout (a hash of "<36-char uuid>:<integer>"
+the field split into client id and owner id, and for an rlock CLI's
+client id "<host>-<pid>-<random>" its host and pid), its remaining TTL,
+whether it has Redisson's layout (a hash of "<client id>:<integer>"
 fields with integer hold counts), its unlock channel and how many
 connections are subscribed to it (clients waiting for it), and the fenced
 lock's token when redisson_lock_token:{NAME} exists. It only reads.
 
-Exit codes: 0 (also when the lock is not held), 1 on error, 64 bad usage.`
+Warnings (lines "warning:", or "warnings" in JSON) flag a lock whose key
+has no TTL (it never expires: blocking waiters wait forever), several
+holders of one lock, and a layout rlock cannot read.
+
+Exit codes:
+  0     the lock was read: held or not (warnings do not change this)
+  1     another error from Redis
+  64    bad usage
+  65    the key exists but is not a lock (a string, a list, ...)
+  69    Redis could not be reached
+  77    Redis refused the credentials`
 
 // inspectOptions are inspect's flags.
 type inspectOptions struct {
@@ -69,6 +80,9 @@ type lockInfo struct {
 	// FenceToken is the fenced lock's last token; null when the token key
 	// does not exist.
 	FenceToken *int64 `json:"fence_token"`
+	// Warnings flag what is wrong with the lock: no TTL, several
+	// holders, a layout rlock cannot read, not a lock at all.
+	Warnings []string `json:"warnings"`
 }
 
 // holder is one field of the lock hash.
@@ -79,10 +93,15 @@ type holder struct {
 	Count    int64  `json:"count"`
 	// Value is the raw value when it is not an integer (not a lock).
 	Value string `json:"value,omitempty"`
+	// Host and PID are decoded from a client id made by the rlock CLI,
+	// "<host>-<pid>-<random>": the machine and process holding the lock.
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
 }
 
-// redissonField matches Redisson's holder field: a UUID, ':', an integer.
-var redissonField = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:-?[0-9]+$`)
+// redissonField matches Redisson's holder field: a client id (Redisson's
+// UUID, or any other: Redisson never parses it), ':', an integer.
+var redissonField = regexp.MustCompile(`^.+:-?[0-9]+$`)
 
 // inspectMain is "rlock inspect".
 func inspectMain(args []string) error {
@@ -109,15 +128,81 @@ func inspectMain(args []string) error {
 	defer cancel()
 	info, err := inspect(ctx, o.conn, addrs[0], pos[0])
 	if err != nil {
-		return exitWith(exitError, err)
+		code := exitError
+		switch {
+		case isAuthError(err):
+			code = exitAuth
+		case isNetError(err):
+			code = exitUnavailable
+		}
+		return exitWith(code, err)
 	}
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(info)
+		if err := enc.Encode(info); err != nil {
+			return err
+		}
+	} else {
+		printInfo(os.Stdout, info)
 	}
-	printInfo(os.Stdout, info)
+	if notALock(info) {
+		return exitWith(exitDataErr, nil) // said in the output
+	}
 	return nil
+}
+
+// notALock reports a key of another type than a hash.
+func notALock(info *lockInfo) bool { return info.Type != "hash" && info.Type != "none" }
+
+// isAuthError reports Redis refusing the credentials.
+func isAuthError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") || strings.Contains(s, "NOPERM")
+}
+
+// isNetError reports a failure to reach Redis (not an error reply).
+func isNetError(err error) bool {
+	_, isRedis := rueidis.IsRedisErr(err)
+	return !isRedis
+}
+
+// warn adds the warnings that info calls for.
+func warn(info *lockInfo) {
+	switch {
+	case notALock(info):
+		info.Warnings = append(info.Warnings, fmt.Sprintf(
+			"not a lock: the key is a %s; rlock run and Redisson fail on it (WRONGTYPE) until it is deleted", info.Type))
+		return
+	case !info.Locked:
+		return
+	}
+	if info.TTLMillis == -1 {
+		info.Warnings = append(info.Warnings,
+			"the lock has no TTL: it never expires, so if its holder is gone, blocking waiters wait forever (PEXPIRE it, or DEL it once its holder is known to be gone)")
+	}
+	if _, rw := fieldSet(info)["mode"]; rw {
+		info.Warnings = append(info.Warnings,
+			"a layout rlock cannot read: a field \"mode\" is Redisson's read-write lock (RReadWriteLock), not an RLock")
+		return
+	}
+	if !info.Redisson {
+		info.Warnings = append(info.Warnings,
+			"a layout rlock cannot read: fields are not \"<client id>:<integer>\" with integer hold counts; rlock run and Redisson treat it as held by someone else")
+		return
+	}
+	if len(info.Holders) > 1 {
+		info.Warnings = append(info.Warnings, fmt.Sprintf(
+			"%d holders: a lock has one holder at a time, so something other than an RLock wrote this key, or it is corrupt", len(info.Holders)))
+	}
+}
+
+func fieldSet(info *lockInfo) map[string]bool {
+	m := make(map[string]bool, len(info.Holders))
+	for _, h := range info.Holders {
+		m[h.Field] = true
+	}
+	return m
 }
 
 // inspect reads everything about the lock name in one round trip.
@@ -138,7 +223,7 @@ func inspect(ctx context.Context, conn connFlags, addr, name string) (*lockInfo,
 	defer rc.Close()
 
 	info := &lockInfo{
-		Name: name, Addr: addr, Holders: []holder{},
+		Name: name, Addr: addr, Holders: []holder{}, Warnings: []string{},
 		Channel: reentrant.ChannelName(name), TokenKey: reentrant.TokenName(name),
 	}
 	b := rc.B()
@@ -184,6 +269,7 @@ func inspect(ctx context.Context, conn connFlags, addr, name string) (*lockInfo,
 	} else if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
 		return nil, fmt.Errorf("PUBSUB SHARDNUMSUB on %s: %w", addr, err)
 	} // else: unknown subcommand, Redis < 7
+	warn(info)
 	return info, nil
 }
 
@@ -193,10 +279,9 @@ func holders(fields map[string]string) (hs []holder, ok bool) {
 	hs = make([]holder, 0, len(fields))
 	for f, v := range fields {
 		h := holder{Field: f}
-		if len(f) > 36 && f[36] == ':' {
-			h.ClientID, h.OwnerID = f[:36], f[37:]
-		} else if i := strings.LastIndexByte(f, ':'); i >= 0 {
-			h.ClientID, h.OwnerID = f[:i], f[i+1:]
+		h.ClientID, h.OwnerID, _ = splitField(f)
+		if host, pid, ok := parseClientID(h.ClientID); ok {
+			h.Host, h.PID = host, pid
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -242,9 +327,9 @@ func printInfo(w io.Writer, info *lockInfo) {
 		fmt.Fprintf(tw, "lock %q on %s: not a lock: the key is a %s\n", info.Name, info.Addr, info.Type)
 	}
 	if info.Locked {
-		layout := "not Redisson's (fields are not \"<uuid>:<integer>\" with integer counts)"
+		layout := "not Redisson's RLock (fields are not \"<client id>:<integer>\" with integer counts)"
 		if info.Redisson {
-			layout = "Redisson RLock (hash of \"<client uuid>:<owner id>\" -> hold count)"
+			layout = "Redisson RLock (hash of \"<client id>:<owner id>\" -> hold count)"
 		}
 		fmt.Fprintf(tw, "  layout:\t%s\n", layout)
 		fmt.Fprintf(tw, "  ttl:\t%s\n", ttlString(info.TTLMillis))
@@ -255,6 +340,9 @@ func printInfo(w io.Writer, info *lockInfo) {
 				count = strconv.Quote(h.Value)
 			}
 			fmt.Fprintf(tw, "    holder:\tclient %s  owner %s  hold count %s\n", orDash(h.ClientID), orDash(h.OwnerID), count)
+			if h.Host != "" {
+				fmt.Fprintf(tw, "    \trlock on host %s, pid %d\n", h.Host, h.PID)
+			}
 			fmt.Fprintf(tw, "    \tfield %s\n", h.Field)
 		}
 	}
@@ -268,6 +356,9 @@ func printInfo(w io.Writer, info *lockInfo) {
 		fmt.Fprintf(tw, "  fence token:\t%d (%s)\n", *info.FenceToken, info.TokenKey)
 	} else {
 		fmt.Fprintf(tw, "  fence token:\tnone (%s does not exist)\n", info.TokenKey)
+	}
+	for _, w := range info.Warnings {
+		fmt.Fprintf(tw, "  warning:\t%s\n", w)
 	}
 }
 

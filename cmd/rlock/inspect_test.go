@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,8 +158,8 @@ func TestInspectHandWritten(t *testing.T) {
 		name := lockName(t)
 		do("SET", name, "x")
 		r := runRlock(t, "inspect", "--addr", srv.Addr(), name)
-		if r.code != 0 || !strings.Contains(r.stdout, "not a lock: the key is a string") {
-			t.Fatalf("exit %d, stdout %s", r.code, r.stdout)
+		if r.code != exitDataErr || !strings.Contains(r.stdout, "not a lock: the key is a string") {
+			t.Fatalf("exit %d, want %d; stdout %s", r.code, exitDataErr, r.stdout)
 		}
 	})
 }
@@ -191,8 +194,9 @@ func TestInspectErrors(t *testing.T) {
 		{"no name", []string{"--addr", closed}, exitUsage},
 		{"two names", []string{"--addr", closed, "a", "b"}, exitUsage},
 		{"unknown flag", []string{"--addr", closed, "--bogus", "a"}, exitUsage},
-		{"unreachable", []string{"--addr", closed, "a"}, exitError},
-		{"wrong password", []string{"--addr", srv.Addr(), "--password", "wrong", "a"}, exitError},
+		{"unreachable", []string{"--addr", closed, "a"}, exitUnavailable},
+		{"wrong password", []string{"--addr", srv.Addr(), "--password", "wrong", "a"}, exitAuth},
+		{"no password", []string{"--addr", srv.Addr(), "a"}, exitAuth},
 		{"right password", []string{"--addr", srv.Addr(), "--password", "s3cret", "a"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,4 +209,96 @@ func TestInspectErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestInspectWarnings(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	rc := c.Redis()
+	ctx := context.Background()
+	do := func(cmd ...string) {
+		t.Helper()
+		if err := rc.Do(ctx, rc.B().Arbitrary(cmd[0]).Args(cmd[1:]...).Build()).Error(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	const uuid = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
+	for _, tc := range []struct {
+		name     string
+		setup    func(name string)
+		redisson bool
+		warning  string // in the only warning; "" for none
+	}{
+		{"healthy", func(n string) { do("HSET", n, uuid+":1", "1"); do("PEXPIRE", n, "30000") }, true, ""},
+		{"no TTL", func(n string) { do("HSET", n, uuid+":1", "1") }, true, "no TTL"},
+		{"two holders", func(n string) {
+			do("HSET", n, uuid+":1", "1", uuid+":2", "1")
+			do("PEXPIRE", n, "30000")
+		}, true, "2 holders"},
+		{"read-write lock", func(n string) {
+			do("HSET", n, "mode", "read", uuid+":1", "1")
+			do("PEXPIRE", n, "30000")
+		}, false, "read-write lock"},
+		{"unreadable", func(n string) { do("HSET", n, "color", "blue"); do("PEXPIRE", n, "30000") }, false, "layout rlock cannot read"},
+		{"custom client id", func(n string) { do("HSET", n, "go-orders-host1:7", "2"); do("PEXPIRE", n, "30000") }, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := lockName(t)
+			tc.setup(name)
+			info := inspectJSON(t, srv.Addr(), name)
+			if !info.Locked || info.Redisson != tc.redisson {
+				t.Fatalf("locked %v, redisson %v, want true, %v", info.Locked, info.Redisson, tc.redisson)
+			}
+			switch {
+			case tc.warning == "" && len(info.Warnings) != 0:
+				t.Fatalf("warnings %q, want none", info.Warnings)
+			case tc.warning != "" && (len(info.Warnings) != 1 || !strings.Contains(info.Warnings[0], tc.warning)):
+				t.Fatalf("warnings %q, want one with %q", info.Warnings, tc.warning)
+			}
+			r := runRlock(t, "inspect", "--addr", srv.Addr(), name)
+			if r.code != 0 || (tc.warning != "" && !strings.Contains(r.stdout, "warning:")) {
+				t.Fatalf("exit %d; stdout %s", r.code, r.stdout)
+			}
+		})
+	}
+	t.Run("custom client id split", func(t *testing.T) {
+		other := newClient(t, srv.Addr(), lock.Config{ClientID: "go-orders-host1"})
+		name := lockName(t)
+		h, err := other.Mutex(name).TryLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Unlock(ctx)
+		info := inspectJSON(t, srv.Addr(), name)
+		owner := strconv.FormatUint(h.Owner(), 10)
+		want := holder{Field: "go-orders-host1:" + owner, ClientID: "go-orders-host1", OwnerID: owner, Count: 1}
+		if !info.Redisson || len(info.Holders) != 1 || info.Holders[0] != want || len(info.Warnings) != 0 {
+			t.Fatalf("%+v, want Redisson's layout with %+v", info, want)
+		}
+	})
+}
+
+// TestInspectShowsHost: the holder rlock run leaves names its host and
+// pid, in a field Redisson's layout accepts.
+func TestInspectShowsHost(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	name := lockName(t)
+	s := startRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--", "sh", "-c", trapTERM)
+	s.expectLine("started")
+	info := inspectJSON(t, srv.Addr(), name)
+	host, _ := os.Hostname()
+	if !info.Redisson || len(info.Holders) != 1 {
+		t.Fatalf("%+v", info)
+	}
+	h := info.Holders[0]
+	if h.PID != s.cmd.Process.Pid || h.Host != sanitizeHost(host) || !strings.HasPrefix(h.Field, h.Host+"-"+strconv.Itoa(h.PID)+"-") {
+		t.Fatalf("holder %+v, want host %q pid %d", h, host, s.cmd.Process.Pid)
+	}
+	r := runRlock(t, "inspect", "--addr", srv.Addr(), name)
+	if want := fmt.Sprintf("rlock on host %s, pid %d", h.Host, h.PID); !strings.Contains(r.stdout, want) {
+		t.Fatalf("stdout lacks %q:\n%s", want, r.stdout)
+	}
+	s.signal(syscall.SIGTERM)
+	s.expectLine("got TERM")
+	s.wait()
 }

@@ -17,8 +17,9 @@ import (
 // A locker is used once: Lock, then Done/Lost/Fence while the command
 // runs, then Unlock, then Close.
 type locker interface {
-	// Lock acquires the lock with a fencing token: one attempt when
-	// o.wait is 0, else waiting up to o.wait. It returns an error matching
+	// Lock acquires the lock, with a fencing token unless o.noFence: one
+	// attempt when o.wait is 0, else waiting up to o.wait, or until it is
+	// acquired or ctx ends with o.forever. It returns an error matching
 	// lock.ErrNotAcquired when the lock stayed busy (for several masters:
 	// the quorum was not had, lock.ErrQuorum). Ending ctx ends the
 	// wait; once acquired, ctx must stay live until Unlock (the hold is
@@ -43,12 +44,24 @@ type locker interface {
 	Unlock(ctx context.Context) error
 	// Close releases what is still held and closes the connections.
 	Close(ctx context.Context) error
+	// Clients returns the Client of each master reached, in --addr
+	// order.
+	Clients() []*lock.Client
+	// looks reads the holders and TTL of the lock on every master
+	// reached, in parallel, in the order of Clients.
+	looks(ctx context.Context) []look
 }
 
 // lockOptions are what run asks of a locker.
 type lockOptions struct {
-	wait  time.Duration // 0: one attempt
-	lease time.Duration // 0: renewed by the watchdog until Unlock
+	wait    time.Duration // 0: one attempt
+	forever bool          // wait until acquired or ctx ends (wait unused)
+	lease   time.Duration // 0: renewed by the watchdog until Unlock
+	noFence bool          // take no fencing token
+	// began is called when a round on several masters failed and the
+	// call goes on waiting (one master reports that through the
+	// Observer's Waiting). It must not block.
+	began func()
 }
 
 // lockerConfig describes the lock to take.
@@ -64,6 +77,7 @@ type lockerConfig struct {
 // clientConfig is the lock.Config of the master at addr.
 func (cfg lockerConfig) clientConfig(addr string) lock.Config {
 	lc := cfg.conn.lockConfig(addr)
+	lc.ClientID = cliClientID()
 	lc.WatchdogTimeout = cfg.watchdogTimeout
 	lc.Observer = cfg.observer
 	return lc
@@ -98,7 +112,7 @@ func newLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &singleLocker{c: c, m: c.Mutex(cfg.name)}, nil
+	return &singleLocker{c: c, m: c.Mutex(cfg.name), name: cfg.name}, nil
 }
 
 // lostCause returns why the hold of ctx ended, once it has: the cause
@@ -119,6 +133,7 @@ func lostCause(ctx context.Context) error {
 // singleLocker is a locker on one master.
 type singleLocker struct {
 	c        *lock.Client
+	name     string
 	m        *lock.Mutex
 	held     *lock.Held
 	lease    time.Duration
@@ -126,11 +141,20 @@ type singleLocker struct {
 }
 
 func (s *singleLocker) Lock(ctx context.Context, o lockOptions) error {
-	opts := []lock.Option{lock.Wait(o.wait), lock.Fenced()}
+	var opts []lock.Option
+	if !o.noFence {
+		opts = append(opts, lock.Fenced())
+	}
 	if o.lease > 0 {
 		opts = append(opts, lock.Lease(o.lease))
 	}
-	h, err := s.m.TryLock(ctx, opts...)
+	var h *lock.Held
+	var err error
+	if o.forever {
+		h, err = s.m.Lock(ctx, opts...)
+	} else {
+		h, err = s.m.TryLock(ctx, append(opts, lock.Wait(o.wait))...)
+	}
 	if err != nil {
 		return err
 	}
@@ -184,4 +208,10 @@ func (s *singleLocker) Close(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+func (s *singleLocker) Clients() []*lock.Client { return []*lock.Client{s.c} }
+
+func (s *singleLocker) looks(ctx context.Context) []look {
+	return []look{lookAt(ctx, s.c.Redis(), s.c.Addr(), s.name)}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -39,6 +40,7 @@ func init() {
 		{name: "run", summary: "hold a lock while a command runs", usage: runUsage, run: runMain, flags: func() *flag.FlagSet { return newRunFlags(new(runOptions)) }},
 		{name: "inspect", summary: "show who holds a lock, its TTL and waiters", usage: inspectUsage, run: inspectMain, flags: func() *flag.FlagSet { return newInspectFlags(new(inspectOptions)) }},
 		{name: "demo", summary: "watch workers contend for a lock on an embedded Redis", usage: demoUsage, run: demoMain, flags: func() *flag.FlagSet { return newDemoFlags(new(demoOptions)) }},
+		{name: "completion", summary: "print a bash or zsh completion script", usage: completionUsage, run: completionMain},
 		{name: "help", summary: "show help for rlock or one command", usage: "rlock help [COMMAND]", run: helpMain},
 		{name: "version", summary: "print rlock's version", usage: "rlock version", run: versionMain},
 	}
@@ -71,7 +73,12 @@ func rlockMain(args []string) int {
 	if err == nil {
 		return exitOK
 	}
-	code := report(os.Stderr, err, exitConflict)
+	code := codeOf(err, exitConflict)
+	w := errOut
+	if code == exitUsage {
+		w = os.Stderr // even with --quiet
+	}
+	report(w, err, exitConflict)
 	var ee *exitErr
 	if code == exitUsage && errors.As(err, &ee) && ee.err != nil {
 		syn, _, _ := strings.Cut(cmd.usage, "\n\n")
@@ -99,7 +106,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Run "rlock help COMMAND" for a command's flags and exit codes.
@@ -221,6 +228,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// errOut receives rlock's own messages: stderr, or nothing with run's
+// --quiet. Usage errors always go to stderr.
+var errOut io.Writer = os.Stderr
+
 // dialTimeout bounds connecting to Redis, so that an unreachable address
 // fails in seconds (exit 69) instead of hanging.
 const dialTimeout = 3 * time.Second
@@ -279,6 +290,10 @@ func (c *connFlags) addrs() ([]string, error) {
 	out := make([]string, 0, len(parts))
 	for _, a := range parts {
 		a = strings.TrimSpace(a)
+		if strings.Contains(a, "@") {
+			// A URL with credentials: never echo them.
+			return nil, usagef("--addr %q: want host:port; credentials go in --username and $%s, not the address", redactAddr(a), envPassword)
+		}
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
 			return nil, usagef("--addr %q: want host:port", a)
 		}
@@ -305,6 +320,19 @@ func (c *connFlags) lockConfig(addr string) lock.Config {
 		TLS:         c.tlsConfig(addr),
 		DialTimeout: dialTimeout,
 	}
+}
+
+// redactAddr hides the credentials of an address given as a URL
+// ("redis://user:secret@host:6379") or as "secret@host:port".
+func redactAddr(a string) string {
+	if u, err := url.Parse(a); err == nil && u.User != nil {
+		u.User = url.User("xxxxx")
+		return u.String()
+	}
+	if i := strings.LastIndexByte(a, '@'); i >= 0 {
+		return "xxxxx@" + a[i+1:]
+	}
+	return a
 }
 
 func envOr(key, def string) string {

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +30,9 @@ var rlockBin string
 const runTimeout = 60 * time.Second
 
 func TestMain(m *testing.M) {
+	if sig := os.Getenv(envCountSignal); sig != "" {
+		os.Exit(countSignals(sig))
+	}
 	dir, err := os.MkdirTemp("", "rlock-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -48,6 +54,49 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}))
+}
+
+// envCountSignal makes the test binary the command countSignals instead
+// of running tests: "INT" or "TERM".
+const envCountSignal = "RLOCK_TEST_COUNT_SIGNAL"
+
+// countSignals prints "started", waits for a first SIGINT or SIGTERM (as
+// sig says), gives a second one a second to come, and prints
+// "SIGINTs: N". Unlike a shell's trap, which runs once for signals that
+// came together, it counts every delivery the kernel makes.
+func countSignals(sig string) int {
+	s := syscall.SIGINT
+	if sig == "TERM" {
+		s = syscall.SIGTERM
+	}
+	c := make(chan os.Signal, 16)
+	signal.Notify(c, s)
+	fmt.Println("started")
+	<-c
+	n := 1
+	t := time.After(time.Second)
+	for {
+		select {
+		case <-c:
+			n++
+			continue
+		case <-t:
+		}
+		break
+	}
+	fmt.Printf("SIG%ss: %d\n", sig, n)
+	return 0
+}
+
+// countSignalsCmd is the command line of countSignals, and the variable
+// that makes the test binary run it.
+func countSignalsCmd(t *testing.T, sig string) (argv []string, env string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{exe}, envCountSignal + "=" + sig
 }
 
 // result is how an rlock run ended.
@@ -76,6 +125,10 @@ func rlockCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
 	}
 	cmd.Env = append(cmd.Env, env...)
 	cmd.WaitDelay = 5 * time.Second
+	// Its own process group: were the tests run at a terminal, a signal
+	// a test sends to rlock alone must not look like the terminal's
+	// (see alreadyDelivered).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
 }
 
@@ -115,7 +168,7 @@ type started struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	lines  *bufio.Scanner
-	stderr *strings.Builder
+	stderr *lockedBuilder
 	done   bool
 }
 
@@ -127,7 +180,7 @@ func startRlock(t *testing.T, args ...string) *started {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &started{t: t, cmd: cmd, lines: bufio.NewScanner(out), stderr: new(strings.Builder)}
+	s := &started{t: t, cmd: cmd, lines: bufio.NewScanner(out), stderr: new(lockedBuilder)}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -270,4 +323,23 @@ func TestUsageAndHelp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuilder is a strings.Builder that the command's stderr copier and
+// the test may use at once.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

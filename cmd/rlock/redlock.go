@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -76,7 +75,11 @@ func newMultiLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	var wg sync.WaitGroup
 	for i, addr := range cfg.addrs {
 		lc := cfg.clientConfig(addr)
-		lc.CommandTimeout = multiCommandTimeout
+		// At most multiCommandTimeout, and less for a short lease (the
+		// Client's own default then applies).
+		if wd := lc.WatchdogTimeout; wd == 0 || multiCommandTimeout+max(lc.RenewInterval, wd/3) < wd {
+			lc.CommandTimeout = multiCommandTimeout
+		}
 		wg.Go(func() { cs[i], errs[i] = lock.New(ctx, lc) })
 	}
 	wg.Wait()
@@ -90,7 +93,7 @@ func newMultiLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 		}
 		up = append(up, c)
 	}
-	m := &multiLocker{cs: up}
+	m := &multiLocker{cs: up, name: cfg.name}
 	if len(up) < need {
 		_ = m.Close(context.Background()) // nothing is held: closing is prompt
 		return nil, fmt.Errorf("%s on %d masters needs %d of them reachable, %d are: %w",
@@ -108,9 +111,9 @@ func newMultiLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	}
 	if len(failed) > 0 {
 		for _, err := range failed {
-			fmt.Fprintln(os.Stderr, prefixed("unreachable, going on without it: "+err.Error()))
+			fmt.Fprintln(errOut, prefixed("unreachable, going on without it: "+err.Error()))
 		}
-		fmt.Fprintln(os.Stderr, prefixed(fmt.Sprintf(
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf(
 			"%s on %d of %d masters: %d of them must grant it (a majority of all %d needs %d)",
 			kind, len(up), n, m.l.Quorum(), n, need)))
 	}
@@ -120,6 +123,7 @@ func newMultiLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 // multiLocker is a locker on several masters (package multilock).
 type multiLocker struct {
 	cs       []*lock.Client // the masters reached, one Client each
+	name     string
 	l        *multilock.Lock
 	held     *multilock.Held
 	lease    time.Duration
@@ -127,11 +131,27 @@ type multiLocker struct {
 }
 
 func (m *multiLocker) Lock(ctx context.Context, o lockOptions) error {
-	opts := []multilock.Option{multilock.Wait(o.wait), multilock.Fenced()}
+	var opts []multilock.Option
+	if !o.noFence {
+		opts = append(opts, multilock.Fenced())
+	}
 	if o.lease > 0 {
 		opts = append(opts, multilock.Lease(o.lease))
 	}
-	h, err := m.l.TryLock(ctx, opts...)
+	if o.began != nil {
+		opts = append(opts, multilock.Observe(&multilock.Observer{Round: func(_ context.Context, e multilock.Round) {
+			if !e.Acquired {
+				o.began()
+			}
+		}}))
+	}
+	var h *multilock.Held
+	var err error
+	if o.forever {
+		h, err = m.l.Lock(ctx, opts...)
+	} else {
+		h, err = m.l.TryLock(ctx, append(opts, multilock.Wait(o.wait))...)
+	}
 	if err != nil {
 		return err
 	}
@@ -201,4 +221,16 @@ func (m *multiLocker) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+func (m *multiLocker) Clients() []*lock.Client { return m.cs }
+
+func (m *multiLocker) looks(ctx context.Context) []look {
+	ls := make([]look, len(m.cs))
+	var wg sync.WaitGroup
+	for i, c := range m.cs {
+		wg.Go(func() { ls[i] = lookAt(ctx, c.Redis(), c.Addr(), m.name) })
+	}
+	wg.Wait()
+	return ls
 }

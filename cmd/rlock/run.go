@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,9 +26,18 @@ const runUsage = `rlock run --name NAME [FLAGS] -- COMMAND [ARGS...]
 Acquires the lock NAME, runs COMMAND (without a shell) with stdin, stdout
 and stderr passed through, releases the lock when it exits, and exits with
 its status (128+signo if a signal killed it). Without --lease the lock is
-renewed for as long as the command runs. The command's environment gets
-RLOCK_NAME (the lock name) and RLOCK_FENCE (a fencing token that strictly
-increases with every acquisition of NAME).
+renewed for as long as the command runs. The command's environment is
+rlock's without RLOCK_PASSWORD, plus RLOCK_NAME (the lock name),
+RLOCK_FENCE (a fencing token that strictly increases with every
+acquisition of NAME; not with --no-fence) and, when rlock traces,
+TRACEPARENT of its hold span.
+
+--wait takes a duration (30s), flock's seconds (5, 0.5) or forever. When
+the lock is busy, rlock names the holder (with its host and pid when the
+holder is an rlock) and says whether its lease is being renewed, never a
+TTL as the time left; with --verbose it says so when the wait starts and
+every 5s, and how long acquiring took. --conflict-exit-code 0 skips
+silently unless --verbose; --quiet prints nothing of rlock's own.
 
 Several comma-separated addresses are independent masters: the lock is a
 RedLock, held once a majority of them (N/2+1) granted it, or with --all a
@@ -38,8 +49,12 @@ lock is lost, and the command stopped, once fewer than the quorum still
 hold it.
 
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to rlock are
-forwarded to the command. While rlock waits for the lock, SIGINT, SIGTERM,
-SIGHUP and SIGQUIT end the wait (exit 128+signo).
+forwarded to the command, except what already reached it: a terminal's
+Ctrl-C or Ctrl-\ while rlock is in the terminal's foreground (the command
+is in rlock's process group), and systemd's SIGTERM to the whole unit when
+rlock is its main process. So one Ctrl-C is one SIGINT for the command.
+--forward-all-signals forwards them anyway. While rlock waits for the
+lock, SIGINT, SIGTERM, SIGHUP and SIGQUIT end the wait (exit 128+signo).
 
 If the lock is lost while the command runs (the key was deleted, another
 holder took it, Redis was unreachable until the lease ran out, or --lease
@@ -54,6 +69,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT sends them over OTLP/HTTP.
 
 Exit codes:
   N     the command's status (128+signo if a signal killed it)
+  0     also: busy with --conflict-exit-code 0
   64    bad usage
   69    Redis unreachable (several masters: fewer than the quorum reached)
   70    internal error
@@ -84,13 +100,17 @@ const (
 type runOptions struct {
 	conn            connFlags
 	name            string
-	wait            time.Duration
+	wait            waitValue
 	lease           time.Duration
 	watchdogTimeout time.Duration
 	grace           time.Duration
 	conflict        int
 	all             bool
 	trace           string
+	verbose         bool
+	quiet           bool
+	noFence         bool
+	forwardAll      bool
 }
 
 func newRunFlags(o *runOptions) *flag.FlagSet {
@@ -98,12 +118,16 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	o.conn.registerAddr(fs, "Redis master `host:port`, or several comma-separated independent masters for a RedLock; $"+envAddr+" sets the default")
 	o.conn.registerAuth(fs)
 	fs.StringVar(&o.name, "name", "", "lock `name` (required): Redisson's lock name, as is")
-	fs.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock (default 0: one attempt)")
+	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration` (30s, 2m), seconds as flock takes them (5, 0.5), or forever (default 0: one attempt)")
 	fs.DurationVar(&o.lease, "lease", 0, "hold the lock at most this long, without renewal; the command is stopped when it runs out (default: renewed while the command runs)")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 0, "lease the watchdog keeps renewing, every third of it (default 30s)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
-	fs.IntVar(&o.conflict, "conflict-exit-code", exitConflict, "exit `code` when the lock is not acquired within --wait")
+	fs.IntVar(&o.conflict, "conflict-exit-code", exitConflict, "exit `code` when the lock is not acquired within --wait; 0 also silences the message unless --verbose")
 	fs.BoolVar(&o.all, "all", false, "with several --addr masters, every one must grant the lock (MultiLock), not a majority (RedLock)")
+	fs.BoolVar(&o.verbose, "verbose", false, "say who holds the lock while waiting (at the start and every 5s), how long acquiring took, and the command's start and end")
+	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of rlock's own but usage errors: only the command's output (the exit status tells the rest)")
+	fs.BoolVar(&o.noFence, "no-fence", false, "take no fencing token: no INCR of the token key (a key without TTL per lock name), no $"+envFence)
+	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward SIGINT and SIGQUIT from the terminal, and systemd's SIGTERM, although the command got them too")
 	registerTrace(fs, &o.trace)
 	return fs
 }
@@ -121,8 +145,10 @@ func runMain(args []string) error {
 		return usagef("run: --name is required and must not be empty")
 	case len(argv) == 0:
 		return usagef("run: no command given after the flags")
-	case o.wait < 0:
-		return usagef("run: --wait %v is negative", o.wait)
+	case o.wait.d < 0:
+		return usagef("run: --wait %v is negative", o.wait.d)
+	case o.verbose && o.quiet:
+		return usagef("run: --verbose and --quiet exclude each other")
 	case o.lease < 0 || (o.lease > 0 && o.lease < lock.MinLease):
 		return usagef("run: --lease %v: want 0 (renewed) or at least %v", o.lease, lock.MinLease)
 	case o.watchdogTimeout < 0 || (o.watchdogTimeout > 0 && o.watchdogTimeout < lock.MinLease):
@@ -143,12 +169,16 @@ func runMain(args []string) error {
 	if err := checkLocker(cfg); err != nil {
 		return err
 	}
+	if o.quiet {
+		errOut = io.Discard
+	}
 
 	// Flushed last, once signals are no longer caught: a Ctrl-C during a
 	// slow export ends rlock.
 	tr := startTracing(o.trace)
 	defer tr.flush()
-	cfg.observer = tr.observer
+	hook := new(waitHook)
+	cfg.observer = hook.observer(tr.observer)
 
 	// Catch signals from the start: rlock must not die and leave the
 	// command running, or stop between acquiring and releasing.
@@ -158,12 +188,12 @@ func runMain(args []string) error {
 
 	// One span for the whole run: the acquire, hold and release spans of
 	// every master are its children, in one trace.
-	ctx, span := tr.start(context.Background(), "rlock run",
+	ctx, span := tr.start(contextFromEnv(context.Background()), "rlock run",
 		attribute.String("rlock.lock.name", o.name),
 		attribute.String("rlock.lock.kind", lockKind(len(addrs), o.all)),
 		attribute.Int("rlock.masters", len(addrs)),
 		attribute.String("process.command", argv[0]))
-	r := &runner{o: o, argv: argv, sigc: sigc}
+	r := &runner{o: o, argv: argv, sigc: sigc, hook: hook, tr: tr}
 	err = r.run(ctx, cfg)
 	endSpan(span, err, o.conflict)
 	return err
@@ -174,6 +204,8 @@ type runner struct {
 	o    runOptions
 	argv []string
 	sigc chan os.Signal
+	hook *waitHook
+	tr   *tracer
 }
 
 // signalError is the cause of a wait ended by a signal.
@@ -196,7 +228,7 @@ func (r *runner) run(parent context.Context, cfg lockerConfig) error {
 			// Releases a hold still there (interrupted, or Unlock failed)
 			// and stops the watchdog.
 			if cerr := lk.Close(cctx); cerr != nil {
-				fmt.Fprintln(os.Stderr, prefixed("closing: "+cerr.Error()))
+				fmt.Fprintln(errOut, prefixed("closing: "+cerr.Error()))
 			}
 		}()
 		err = r.acquire(ctx, lk)
@@ -250,20 +282,76 @@ func (r *runner) connect(ctx context.Context, cfg lockerConfig) (locker, error) 
 	return lk, nil
 }
 
-// acquire takes the lock, waiting up to --wait.
+// acquire takes the lock, waiting up to --wait (or forever). While it
+// waits, a waitWatch reads who holds the lock: with --verbose it says so,
+// and the busy message uses what it saw.
 func (r *runner) acquire(ctx context.Context, lk locker) error {
-	err := lk.Lock(ctx, lockOptions{wait: r.o.wait, lease: r.o.lease})
+	if r.o.verbose {
+		for _, c := range lk.Clients() {
+			fmt.Fprintln(errOut, prefixed(fmt.Sprintf("client id %s on %s", c.ID(), c.Addr())))
+		}
+	}
+	var w *waitWatch
+	opts := lockOptions{wait: r.o.wait.d, forever: r.o.wait.forever, lease: r.o.lease, noFence: r.o.noFence}
+	if opts.forever || opts.wait > 0 {
+		w = startWatch(r.o.name, lk, r.o.verbose, errOut)
+		r.hook.w.Store(w)
+		opts.began = w.began
+	}
+	start := time.Now()
+	err := lk.Lock(ctx, opts)
+	took := time.Since(start)
+	var first []look
+	if w != nil {
+		r.hook.w.Store(nil)
+		w.stop()
+		first = w.firstLooks()
+	}
 	switch {
 	case err == nil:
-		return nil
-	case errors.Is(err, lock.ErrNotAcquired):
-		// err says who holds it and for how long.
-		if r.o.wait > 0 {
-			err = fmt.Errorf("%w (waited %v)", err, r.o.wait)
+		if r.o.verbose {
+			msg := fmt.Sprintf("acquired lock %q after %v", r.o.name, roundDur(took))
+			if !r.o.noFence {
+				msg += fmt.Sprintf(" (fencing token %d)", lk.Fence())
+			}
+			fmt.Fprintln(errOut, prefixed(msg))
 		}
-		return exitWith(r.o.conflict, err)
+		return nil
+	case errors.Is(err, lock.ErrNotAcquired) && context.Cause(ctx) == nil:
+		if r.o.conflict == exitOK && !r.o.verbose {
+			// A skip that cron must not mail about.
+			return exitWith(exitOK, nil)
+		}
+		return exitWith(r.o.conflict, r.busy(lk, err, first))
 	}
 	return exitWith(codeOf(err, r.o.conflict), fmt.Errorf("acquiring lock %q: %w", r.o.name, err))
+}
+
+// busy explains why the lock was not acquired: who holds it (read once
+// more now) and whether its lease is renewed, rather than its TTL as a
+// time left.
+func (r *runner) busy(lk locker, err error, first []look) error {
+	ctx, cancel := context.WithTimeout(context.Background(), lookTimeout)
+	defer cancel()
+	last := lk.looks(ctx)
+	if first == nil {
+		first = last
+	}
+	var msg string
+	var ce *lock.ConflictError
+	if _, multi := lk.(*multiLocker); !multi && errors.As(err, &ce) {
+		msg = fmt.Sprintf("lock not acquired: %q is %s", r.o.name, holdersLine(first, last))
+	} else {
+		// Several masters: the quorum error lists each master's reason.
+		msg = fmt.Sprintf("%v; %s", err, holdersLine(first, last))
+	}
+	switch {
+	case r.o.wait.d > 0:
+		msg += fmt.Sprintf(" (waited %v)", r.o.wait.d)
+	case r.o.conflict == exitOK:
+		msg += " (skipped: --conflict-exit-code 0)"
+	}
+	return errors.New(msg)
 }
 
 // signo returns sig's number.
@@ -299,9 +387,7 @@ func signalName(sig os.Signal) string {
 func (r *runner) supervise(lk locker) error {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(),
-		envName+"="+r.o.name,
-		envFence+"="+strconv.FormatUint(lk.Fence(), 10))
+	cmd.Env = r.childEnv(lk)
 	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		code := exitCannotExec
@@ -309,7 +395,14 @@ func (r *runner) supervise(lk locker) error {
 			code = exitNotFound
 		}
 		r.release(lk)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("%s: %w", r.argv[0], pe.Err) // not "fork/exec"
+		}
 		return exitWith(code, err)
+	}
+	if r.o.verbose {
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("running %s (pid %d) while holding lock %q", r.argv[0], cmd.Process.Pid, r.o.name)))
 	}
 
 	// The only other goroutine: it ends when the command exits, and the
@@ -331,6 +424,16 @@ func (r *runner) supervise(lk locker) error {
 	for {
 		select {
 		case s := <-r.sigc:
+			if !r.o.forwardAll && alreadyDelivered(s, cmd.Process.Pid) {
+				// The terminal or systemd sent it to the command too.
+				if r.o.verbose {
+					fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s reached %s too: not forwarded", signalName(s), r.argv[0])))
+				}
+				continue
+			}
+			if r.o.verbose {
+				fmt.Fprintln(errOut, prefixed(fmt.Sprintf("forwarding %s to %s", signalName(s), r.argv[0])))
+			}
 			// Fails only when the command has exited; waitc then reports it.
 			_ = cmd.Process.Signal(s)
 			continue
@@ -338,29 +441,39 @@ func (r *runner) supervise(lk locker) error {
 			return r.finish(lk, werr, lost)
 		case <-kill:
 			kill = nil
-			fmt.Fprintln(os.Stderr, prefixed(fmt.Sprintf("%s still running %v after SIGTERM: SIGKILL", r.argv[0], r.o.grace)))
+			fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s still running %v after SIGTERM: SIGKILL", r.argv[0], r.o.grace)))
 			_ = cmd.Process.Kill()
 			continue
 		case <-done:
 			if lost = lk.Lost(); lost == nil {
 				lost = fmt.Errorf("%w: lock %q ended while the command ran", lock.ErrLockLost, r.o.name)
 			}
-		case <-expired:
-			what := fmt.Sprintf("its --lease of %v", r.o.lease)
-			if _, multi := lk.(*multiLocker); multi {
-				what = fmt.Sprintf("its validity (--lease %v less the acquisition time and clock drift)", r.o.lease)
+			var le *lock.LostError
+			if r.o.lease > 0 && errors.As(lost, &le) && le.Kind == lock.LossLeaseExpired {
+				lost = r.leaseRanOut(lk) // the library judged it first
 			}
-			lost = fmt.Errorf("%w: lock %q: %s ran out while the command ran", lock.ErrLockLost, r.o.name, what)
+		case <-expired:
+			lost = r.leaseRanOut(lk)
 		}
 		// The lock is gone: stop the command, once.
 		done, expired = nil, nil
-		fmt.Fprintln(os.Stderr, prefixed(lost.Error()))
-		fmt.Fprintln(os.Stderr, prefixed(fmt.Sprintf("stopping %s: SIGTERM now, SIGKILL in %v", r.argv[0], r.o.grace)))
+		fmt.Fprintln(errOut, prefixed(lost.Error()))
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("stopping %s: SIGTERM now, SIGKILL in %v", r.argv[0], r.o.grace)))
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		t := time.NewTimer(r.o.grace)
 		defer t.Stop() // runs once: done and expired are nil from now on
 		kill = t.C
 	}
+}
+
+// leaseRanOut is the loss of a lock whose --lease (or, for several
+// masters, its validity) ran out.
+func (r *runner) leaseRanOut(lk locker) error {
+	what := fmt.Sprintf("its --lease of %v", r.o.lease)
+	if _, multi := lk.(*multiLocker); multi {
+		what = fmt.Sprintf("its validity (--lease %v less the acquisition time and clock drift)", r.o.lease)
+	}
+	return fmt.Errorf("%w: lock %q: %s ran out while the command ran", lock.ErrLockLost, r.o.name, what)
 }
 
 // finish releases the lock after the command exited with werr, and
@@ -370,7 +483,7 @@ func (r *runner) finish(lk locker, werr, lost error) error {
 	status := commandStatus(werr)
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
-		fmt.Fprintln(os.Stderr, prefixed(fmt.Sprintf("waiting for %s: %v", r.argv[0], werr)))
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("waiting for %s: %v", r.argv[0], werr)))
 	}
 	if lost != nil {
 		return exitWith(exitLost, fmt.Errorf("lock %q was lost while %s ran; it exited with status %d", r.o.name, r.argv[0], status))
@@ -380,10 +493,52 @@ func (r *runner) finish(lk locker, werr, lost error) error {
 		// unprotected for a while, so it is reported as a loss.
 		return exitWith(exitLost, fmt.Errorf("%w (found at release; %s exited with status %d)", err, r.argv[0], status))
 	}
+	if r.o.verbose {
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s exited with status %d; released lock %q", r.argv[0], status, r.o.name)))
+	}
 	if status == exitOK {
 		return nil
 	}
 	return exitWith(status, nil)
+}
+
+// secretEnv are the variables of rlock's environment that the command
+// does not get: its credentials are rlock's, not the command's.
+var secretEnv = []string{envPassword}
+
+// childEnv is the command's environment: rlock's, without secretEnv and
+// with RLOCK_NAME, RLOCK_FENCE (unless --no-fence) and the trace context
+// of the hold.
+func (r *runner) childEnv(lk locker) []string {
+	set := map[string]string{envName: r.o.name}
+	if !r.o.noFence {
+		set[envFence] = strconv.FormatUint(lk.Fence(), 10)
+	}
+	var addrs []string
+	for _, c := range lk.Clients() {
+		addrs = append(addrs, c.Addr())
+	}
+	for k, v := range traceEnv(r.tr.holds.span(addrs)) {
+		set[k] = v
+	}
+	drop := map[string]bool{envFence: true}
+	for _, k := range secretEnv {
+		drop[k] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; ok || drop[k] {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, k := range []string{envName, envFence, envTraceparent, envTracestate} {
+		if v, ok := set[k]; ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 // release unlocks with a fresh context bounded by releaseTimeout. A
@@ -394,7 +549,7 @@ func (r *runner) release(lk locker) error {
 	defer cancel()
 	err := lk.Unlock(ctx)
 	if err != nil && !errors.Is(err, lock.ErrLockLost) {
-		fmt.Fprintln(os.Stderr, prefixed(fmt.Sprintf("releasing lock %q: %v; it expires after its lease", r.o.name, err)))
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("releasing lock %q: %v; it expires after its lease", r.o.name, err)))
 	}
 	return err
 }

@@ -130,7 +130,11 @@ func TestRunConflict(t *testing.T) {
 			if r.stdout != "" {
 				t.Fatalf("the command ran: %q", r.stdout)
 			}
-			if !strings.HasPrefix(r.stderr, "rlock: ") || !strings.Contains(r.stderr, "held by another owner") {
+			// The holder is named, and its TTL is not presented as the
+			// time left.
+			field := c.ID() + ":" + strconv.FormatUint(h.Owner(), 10)
+			if !strings.HasPrefix(r.stderr, "rlock: ") || !strings.Contains(r.stderr, "is held by "+field) ||
+				strings.Contains(r.stderr, "more") || !strings.Contains(r.stderr, "renew") {
 				t.Fatalf("stderr %q", r.stderr)
 			}
 		})
@@ -355,7 +359,8 @@ func TestRunBadUsage(t *testing.T) {
 		{"empty name", []string{"--addr", addr, "--name", "", "--", "true"}, "--name is required"},
 		{"no command", []string{"--addr", addr, "--name", "x"}, "no command"},
 		{"no command after --", []string{"--addr", addr, "--name", "x", "--"}, "no command"},
-		{"bad duration", []string{"--addr", addr, "--name", "x", "--wait", "5", "--", "true"}, "invalid value"},
+		{"bad duration", []string{"--addr", addr, "--name", "x", "--wait", "5x", "--", "true"}, "want a duration (30s, 2m), seconds (5, 0.5) or \"forever\""},
+		{"verbose and quiet", []string{"--addr", addr, "--name", "x", "--verbose", "--quiet", "--", "true"}, "exclude each other"},
 		{"negative wait", []string{"--addr", addr, "--name", "x", "--wait", "-1s", "--", "true"}, "negative"},
 		{"tiny lease", []string{"--addr", addr, "--name", "x", "--lease", "1ms", "--", "true"}, "--lease"},
 		{"tiny watchdog", []string{"--addr", addr, "--name", "x", "--watchdog-timeout", "1ms", "--", "true"}, "--watchdog-timeout"},

@@ -5,11 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rlock-go/rlock/lock"
@@ -56,6 +59,7 @@ type tracer struct {
 	shutdown func(context.Context) error
 	tracer   trace.Tracer
 	observer *lock.Observer // for every lock.Client of the command
+	holds    *holdCapture   // the rlock.hold spans the observer starts
 }
 
 // startTracing installs the exporter that --trace or the environment
@@ -70,14 +74,16 @@ func startTracing(mode string) *tracer {
 	opts = append(opts, tracing.WithServiceName("rlock"))
 	shutdown, err := tracing.SetupFromEnv(context.Background(), opts...)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, prefixed("tracing disabled: "+err.Error()))
+		fmt.Fprintln(errOut, prefixed("tracing disabled: "+err.Error()))
 	}
 	// tracing.New and the tracer take the global providers: the SDK's if
 	// SetupFromEnv installed one, else no-ops that record nothing.
+	holds := &holdCapture{TracerProvider: otel.GetTracerProvider(), spans: map[string]trace.SpanContext{}}
 	return &tracer{
 		shutdown: shutdown,
 		tracer:   otel.Tracer(traceScope, trace.WithInstrumentationVersion(versionString())),
-		observer: tracing.New(),
+		observer: tracing.New(tracing.WithTracerProvider(holds)),
+		holds:    holds,
 	}
 }
 
@@ -88,8 +94,103 @@ func (t *tracer) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
 	defer cancel()
 	if err := t.shutdown(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, prefixed("exporting spans: "+err.Error()))
+		fmt.Fprintln(errOut, prefixed("exporting spans: "+err.Error()))
 	}
+}
+
+// The trace context crosses rlock in both directions through the
+// environment, as OpenTelemetry's "environment variables as carriers"
+// say: TRACEPARENT and TRACESTATE (W3C Trace Context), upper case.
+//
+//   - in: a valid TRACEPARENT in rlock's environment is the parent of its
+//     "rlock run" span, so the run joins the caller's trace;
+//   - out: the command gets TRACEPARENT (and TRACESTATE) of rlock's
+//     rlock.hold span — for several masters, that of the first master in
+//     --addr order that granted the lock — so that its own spans nest
+//     under the hold. Untraced (no exporter), the hold span is the
+//     caller's context passed through, or nothing: then the command gets
+//     rlock's TRACEPARENT unchanged.
+
+// Environment variables carrying the trace context.
+const (
+	envTraceparent = "TRACEPARENT"
+	envTracestate  = "TRACESTATE"
+)
+
+// envCarrier maps the W3C header names to environment variables.
+type envCarrier map[string]string
+
+func (c envCarrier) Get(key string) string { return c[strings.ToUpper(key)] }
+func (c envCarrier) Set(key, value string) { c[strings.ToUpper(key)] = value }
+func (c envCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, strings.ToLower(k))
+	}
+	return keys
+}
+
+// contextFromEnv returns ctx with the remote span context of
+// $TRACEPARENT (and $TRACESTATE), if valid.
+func contextFromEnv(ctx context.Context) context.Context {
+	c := envCarrier{envTraceparent: os.Getenv(envTraceparent), envTracestate: os.Getenv(envTracestate)}
+	return propagation.TraceContext{}.Extract(ctx, c)
+}
+
+// traceEnv returns TRACEPARENT and TRACESTATE for sc, nil when sc is not
+// valid.
+func traceEnv(sc trace.SpanContext) map[string]string {
+	if !sc.IsValid() {
+		return nil
+	}
+	c := envCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
+	return c
+}
+
+// holdCapture is the TracerProvider given to tracing.New: it passes
+// everything to the real one and keeps the span context of each
+// rlock.hold span by master address, for the command's TRACEPARENT.
+type holdCapture struct {
+	trace.TracerProvider
+	mu    sync.Mutex
+	spans map[string]trace.SpanContext // master address -> hold span
+}
+
+func (h *holdCapture) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return captureTracer{Tracer: h.TracerProvider.Tracer(name, opts...), h: h}
+}
+
+// span returns the hold span of the first of addrs that has one.
+func (h *holdCapture) span(addrs []string) trace.SpanContext {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range addrs {
+		if sc, ok := h.spans[a]; ok {
+			return sc
+		}
+	}
+	return trace.SpanContext{}
+}
+
+type captureTracer struct {
+	trace.Tracer
+	h *holdCapture
+}
+
+func (t captureTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	ctx, span := t.Tracer.Start(ctx, name, opts...)
+	if name == tracing.SpanHold {
+		cfg := trace.NewSpanStartConfig(opts...)
+		for _, kv := range cfg.Attributes() {
+			if kv.Key == "rlock.master.address" {
+				t.h.mu.Lock()
+				t.h.spans[kv.Value.AsString()] = span.SpanContext()
+				t.h.mu.Unlock()
+			}
+		}
+	}
+	return ctx, span
 }
 
 // start opens the command's own span.

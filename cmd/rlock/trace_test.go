@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -160,6 +161,67 @@ func TestRunTraceOTLP(t *testing.T) {
 		// Tracing is set up wrong: rlock says so and runs the command.
 		r := runRlockEnv(t, []string{"OTEL_TRACES_EXPORTER=zipkin"}, "run", "--addr", srv.Addr(), "--name", lockName(t), "--", "echo", "ran")
 		if r.code != 0 || r.stdout != "ran\n" || !strings.Contains(r.stderr, "rlock: tracing disabled: OTEL_TRACES_EXPORTER=\"zipkin\"") {
+			t.Fatalf("exit %d, stdout %q; stderr: %s", r.code, r.stdout, r.stderr)
+		}
+	})
+}
+
+// TestRunTraceContext: a TRACEPARENT in rlock's environment parents its
+// spans, and the command gets the TRACEPARENT of rlock's hold span.
+func TestRunTraceContext(t *testing.T) {
+	const (
+		traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		spanID  = "00f067aa0ba902b7"
+		in      = "00-" + traceID + "-" + spanID + "-01"
+	)
+	env := []string{"TRACEPARENT=" + in, "TRACESTATE=vendor=x"}
+	printEnv := []string{"--", "sh", "-c", `echo "$TRACEPARENT"; echo "$TRACESTATE"`}
+
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d masters", n), func(t *testing.T) {
+			servers := masters(t, n)
+			args := append([]string{"run", "--addr", addrList(servers), "--name", lockName(t), "--trace", "stdout"}, printEnv...)
+			r := runRlockEnv(t, env, args...)
+			if r.code != 0 || r.stderr != "" {
+				t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+			}
+			lines := strings.SplitN(r.stdout, "\n", 3)
+			if len(lines) < 3 {
+				t.Fatalf("stdout %q", r.stdout)
+			}
+			out, state := lines[0], lines[1]
+			spans := decodeSpans(t, lines[2])
+			holds := map[any]stdoutSpan{}
+			var run stdoutSpan
+			for _, s := range spans {
+				switch s.Name {
+				case "rlock run":
+					run = s
+				case "rlock.hold":
+					holds[s.attr("rlock.master.address")] = s
+				}
+			}
+			if run.SpanContext.TraceID != traceID || run.Parent.SpanID != spanID {
+				t.Fatalf("rlock run: trace %s parent %s, want %s and %s", run.SpanContext.TraceID, run.Parent.SpanID, traceID, spanID)
+			}
+			hold, ok := holds[servers[0].Addr()]
+			if !ok || hold.Parent.SpanID != run.SpanContext.SpanID {
+				t.Fatalf("no rlock.hold span of %s under rlock run among %d spans", servers[0].Addr(), len(spans))
+			}
+			if want := "00-" + traceID + "-" + hold.SpanContext.SpanID + "-01"; out != want {
+				t.Fatalf("the command's TRACEPARENT %q, want %q (the hold span)", out, want)
+			}
+			if state != "vendor=x" {
+				t.Fatalf("the command's TRACESTATE %q", state)
+			}
+		})
+	}
+
+	t.Run("untraced", func(t *testing.T) {
+		srv := newServer(t, integration.Options{})
+		args := append([]string{"run", "--addr", srv.Addr(), "--name", lockName(t)}, printEnv...)
+		r := runRlockEnv(t, env, args...)
+		if r.code != 0 || r.stdout != in+"\nvendor=x\n" {
 			t.Fatalf("exit %d, stdout %q; stderr: %s", r.code, r.stdout, r.stderr)
 		}
 	})
