@@ -46,6 +46,9 @@ type params struct {
 	renewTicks                int
 
 	redlockRounds, redlockBlock int
+	redlockWaitWindow           time.Duration
+
+	fleetGo, fleetAcq, fleetRounds int
 }
 
 func fullParams() params {
@@ -55,7 +58,8 @@ func fullParams() params {
 		contenders: 16, hold: time.Millisecond, contentionWindow: 8 * time.Second,
 		handoffIters: 300, handoffMinHold: 3 * time.Millisecond, handoffMaxHold: 8 * time.Millisecond,
 		renewCounts: []int{1000, 3000, 10000}, renewLease: 5 * time.Second, renewInterval: 500 * time.Millisecond, renewTicks: 10,
-		redlockRounds: 30, redlockBlock: 100,
+		redlockRounds: 30, redlockBlock: 100, redlockWaitWindow: 5 * time.Second,
+		fleetGo: 4, fleetAcq: 1000, fleetRounds: 5,
 	}
 }
 
@@ -67,7 +71,8 @@ func quickParams() params {
 		contenders: 16, hold: time.Millisecond, contentionWindow: 1500 * time.Millisecond,
 		handoffIters: 25, handoffMinHold: 3 * time.Millisecond, handoffMaxHold: 8 * time.Millisecond,
 		renewCounts: []int{1000}, renewLease: 2 * time.Second, renewInterval: 250 * time.Millisecond, renewTicks: 4,
-		redlockRounds: 4, redlockBlock: 50,
+		redlockRounds: 4, redlockBlock: 50, redlockWaitWindow: time.Second,
+		fleetGo: 4, fleetAcq: 200, fleetRounds: 1,
 	}
 }
 
@@ -88,6 +93,7 @@ type results struct {
 	Handoff    *handoffResult
 	Renewal    *renewalResult
 	RedLock    *redlockResult
+	Fleet      *fleetResult
 }
 
 // scenario is one numbered scenario of the run.
@@ -122,6 +128,10 @@ var scenarios = []scenario{
 		r.RedLock, err = runRedLock(ctx, p)
 		return checked(r.RedLock, err)
 	}},
+	{"fleet", "7. mixed fleet: a Redisson waiter beside Go waiters", func(ctx context.Context, p params, r *results) (err error) {
+		r.Fleet, err = runFleet(ctx, p)
+		return checked(r.Fleet, err)
+	}},
 }
 
 type checker interface{ check() error }
@@ -146,7 +156,7 @@ func main() {
 	out := flag.String("out", filepath.Join("..", "docs", "benchmarks.md"), "full mode: the page whose generated section to (re)write")
 	img := flag.String("img", filepath.Join("..", "docs", "img"), "full mode: where the SVG plots go")
 	results_ := flag.String("results", "results", "quick mode: where to write the generated page for inspection (gitignored)")
-	only := flag.String("only", "", "comma-separated scenarios to run (latency,throughput,contention,handoff,renewal,redlock); default all. A partial run never writes docs/")
+	only := flag.String("only", "", "comma-separated scenarios to run (latency,throughput,contention,handoff,renewal,redlock,fleet); default all. A partial run never writes docs/")
 	flag.Parse()
 
 	p := fullParams()

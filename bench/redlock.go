@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/rlock-go/rlock/lock"
@@ -21,6 +23,23 @@ type redlockResult struct {
 	// RlockVsRedsync is the paired acquire p50 ratio of rlock's RedLock
 	// to redsync's.
 	RlockVsRedsync float64
+	// Waiting is rlock's RedLock waiters against a holder that keeps the
+	// lock.
+	Waiting *redlockWaiting
+}
+
+// redlockWaiting measures what RedLock waiters send while another owner
+// keeps a bare quorum: the attempts (rounds) per second of each waiter,
+// against the goal of no more than its wake-ups plus one per lease.
+type redlockWaiting struct {
+	Waiters int
+	Held    int           // masters the holder keeps: the quorum, no more
+	Lease   time.Duration // the holder's watchdog lease (renewed every third)
+	Window  time.Duration // each waiter's TryLock wait
+	Rounds  []int         // per waiter
+	Wakes   []int         // per waiter: wake-ups by an unlock message, a reconnect or a local release
+	Bound   []int         // per waiter: 2 (the first round, the one after subscribing) + wake-ups + leases seen
+	PerSec  float64       // rounds per second per waiter, mean
 }
 
 type redlockRow struct {
@@ -165,11 +184,105 @@ func runRedLock(ctx context.Context, p params) (*redlockResult, error) {
 		r.Rows[i].Paired = pairedRatio(r.Rows[i].blocks, base.blocks)
 	}
 	r.RlockVsRedsync = pairedRatio(r.Rows[1].blocks, r.Rows[3].blocks)
+	if r.Waiting, err = runRedLockWaiting(ctx, addrs, p.redlockWaitWindow); err != nil {
+		return nil, fmt.Errorf("waiting: %w", err)
+	}
 	for _, row := range r.Rows {
 		logf("  %-16s acquire p50 %v p99 %v (%.2f× / %.2f× one master, paired p50 %.2f×), CPU/cycle %v", row.Name, row.Acquire.P50, row.Acquire.P99, row.RatioP50, row.RatioP99, row.Paired, row.CPU)
 	}
 	logf("  rlock RedLock / redsync RedLock, paired acquire p50: %.2f×", r.RlockVsRedsync)
+	wt := r.Waiting
+	logf("  RedLock waiters against a holder of %d of %d masters (lease %v), %v each: rounds %v (%.2f/s per waiter), wake-ups %v, bound %v",
+		wt.Held, n, wt.Lease, wt.Window, wt.Rounds, wt.PerSec, wt.Wakes, wt.Bound)
 	return r, nil
+}
+
+// runRedLockWaiting has another owner hold the lock on a bare quorum of
+// the masters (plain locks, renewed by their watchdog) while waiters, each
+// with its own Clients like separate processes, wait for it with TryLock
+// for window; it counts every waiter's rounds and wake-ups.
+func runRedLockWaiting(ctx context.Context, addrs []string, window time.Duration) (*redlockWaiting, error) {
+	const waiters = 2
+	const lease = time.Second
+	const name = "bench:redlock:waiting"
+	quorum := len(addrs)/2 + 1
+	var clients []*lock.Client
+	defer func() {
+		for _, c := range clients {
+			c.Close(context.Background())
+		}
+	}()
+	connect := func(addr string, cfg lock.Config) (*lock.Client, error) {
+		cfg.Addrs = []string{addr}
+		c, err := lock.New(ctx, cfg)
+		if err == nil {
+			clients = append(clients, c)
+		}
+		return c, err
+	}
+	for _, a := range addrs[:quorum] {
+		c, err := connect(a, lock.Config{WatchdogTimeout: lease})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Mutex(name).Lock(ctx); err != nil {
+			return nil, err
+		}
+	}
+	w := &redlockWaiting{Waiters: waiters, Held: quorum, Lease: lease, Window: window,
+		Rounds: make([]int, waiters), Wakes: make([]int, waiters), Bound: make([]int, waiters)}
+	ls := make([]*multilock.Lock, waiters)
+	obs := make([]*multilock.Observer, waiters)
+	var mu sync.Mutex
+	for i := range ls {
+		ms := make([]*lock.Mutex, len(addrs))
+		for k, a := range addrs {
+			c, err := connect(a, lock.Config{})
+			if err != nil {
+				return nil, err
+			}
+			ms[k] = c.Mutex(name)
+		}
+		ls[i] = multilock.NewRedLock(ms...)
+		obs[i] = &multilock.Observer{
+			Round: func(context.Context, multilock.Round) { mu.Lock(); w.Rounds[i]++; mu.Unlock() },
+			WakeUp: func(_ context.Context, e multilock.WakeUp) {
+				switch e.Reason {
+				case lock.WakeMessage, lock.WakeReconnect, lock.WakeRelease:
+					mu.Lock()
+					w.Wakes[i]++
+					mu.Unlock()
+				}
+			},
+		}
+	}
+	errs := make([]error, waiters)
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Go(func() {
+			h, err := l.TryLock(ctx, multilock.Wait(window), multilock.Observe(obs[i]))
+			if err == nil {
+				_ = h.Unlock(ctx)
+				errs[i] = fmt.Errorf("waiter %d acquired a lock held on a quorum", i)
+			} else if !errors.Is(err, lock.ErrQuorum) {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// The holder's watchdog renews every third of the lease: a lease a
+	// waiter saw ends at least 2/3 of it later.
+	leases := int((3*window + 2*lease - 1) / (2 * lease))
+	total := 0
+	for i := range waiters {
+		w.Bound[i] = 2 + w.Wakes[i] + leases
+		total += w.Rounds[i]
+	}
+	w.PerSec = float64(total) / float64(waiters) / window.Seconds()
+	return w, nil
 }
 
 func (r *redlockResult) check() error {
@@ -180,6 +293,9 @@ func (r *redlockResult) check() error {
 		if row.Acquire.N == 0 || !(row.RatioP50 > 0) {
 			return fmt.Errorf("redlock: %s produced no numbers", row.Name)
 		}
+	}
+	if w := r.Waiting; w == nil || len(w.Rounds) == 0 || w.Rounds[0] == 0 {
+		return fmt.Errorf("redlock: the waiting measurement produced no numbers")
 	}
 	return nil
 }

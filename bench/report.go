@@ -185,6 +185,24 @@ func (r *results) plots() []plot {
 		palette[fmt.Sprintf("%d masters", rl.Masters)] = "#345"
 		ps = append(ps, plot{"bench-redlock.svg", "RedLock acquire latency", c.svg()})
 	}
+	if f := r.Fleet; f != nil && len(f.Rows) > 0 {
+		c := barChart{
+			title: fmt.Sprintf("Mixed fleet: share of %d acquisitions × %d rounds", f.Acquisitions, f.Rounds),
+			names: []string{"the Redisson waiter", fmt.Sprintf("each of the %d others (mean)", f.GoWaiters)},
+			y:     axis{label: "share of acquisitions (%)"},
+			refs:  []ref{{100 / float64(f.GoWaiters+1), fmt.Sprintf("fair share 1/%d", f.GoWaiters+1)}},
+			note:  fmt.Sprintf("One Redisson-protocol waiter beside %d rlock waiters (one Client, or one Client each) or, in the control, %d more Redisson stand-ins; hold %v.", f.GoWaiters, f.GoWaiters, f.Hold),
+		}
+		c.values = make([][]float64, 2)
+		for _, row := range f.Rows {
+			c.categories = append(c.categories, row.Name)
+			c.values[0] = append(c.values[0], 100*row.Java.Share)
+			c.values[1] = append(c.values[1], 100*row.Others.Share/float64(row.Others.Waiters))
+		}
+		palette["the Redisson waiter"] = "#b5651d"
+		palette[c.names[1]] = "#1f5fbf"
+		ps = append(ps, plot{"bench-fleet.svg", "Mixed fleet: the Redisson waiter's share", c.svg()})
+	}
 	return ps
 }
 
@@ -386,11 +404,17 @@ func (r *results) markdown(img string) string {
 	if h := r.Handoff; h != nil {
 		w.WriteString("## 4. Handoff latency\n\n")
 		fmt.Fprintf(&w, "A holds the lock; B, in another client, calls Lock and waits; after a random %v–%v A calls Unlock. Handoff is from A's Unlock call to B's Lock returning, %d times per library. A process that has been waiting answers more slowly than one in a busy loop (its threads are parked; here a PING after such a pause takes %s at p50 against %s in a busy loop), so the handoff is counted in *idle round trips*: the p50 of a PING sent after the same random pause. A woken waiter needs about 2.5 of them: the release, the unlock message, its acquire. rlock-poll runs rlock's own scripts but polls, to show what the wake-up buys.\n\n", h.MinHold, h.MaxHold, h.Iterations, fmtDur(h.IdleRTT.P50), fmtDur(h.RTT.P50))
+		w.WriteString("Rows marked (1 client) put A and B in one client. For rlock that is two waiters of one `lock.Client` for one name: they form the Client's local FIFO queue, only its head contends in Redis, and a release by the same Client wakes the head at once, without waiting for its own unlock message. That need not save a round trip (compare the rlock rows): the unlock message travels while the release's reply does, so a waiter in another client hears it about when A's Unlock returns, and either way the handoff is the release and one acquire. What the local wake-up removes is the dependence on the message (a subscription reconnecting, a slow pub/sub connection). rueidislock's locker likewise signals a waiter of the same key in the same locker when a hold ends (its local gate, no order kept). The polling libraries (rlock-poll, redsync, redislock) have no such notion: a waiter of a shared client polls exactly as one of another client does, so they have no (1 client) row.\n\n")
 		var rows [][]string
 		for _, row := range h.Rows {
 			how := "woken (pub/sub)"
-			if row.Name == "rueidislock" {
+			if strings.HasPrefix(row.Name, "rueidislock") {
 				how = "woken (client-side-caching invalidation)"
+				if row.Shared {
+					how = "woken (local gate or invalidation)"
+				}
+			} else if row.Shared {
+				how = "woken (local queue)"
 			}
 			if row.Polls {
 				how = "polls"
@@ -430,6 +454,43 @@ func (r *results) markdown(img string) string {
 			fmt.Fprintf(&w, "rlock's RedLock against redsync's, paired acquire p50: %s× (whole-run p50: %s×). *Paired* ratios are medians over rounds of block medians, as in scenario 1.\n\n", fx(rl.RlockVsRedsync), fx(ratio(rl.Rows[1].Acquire.P50, rl.Rows[3].Acquire.P50)))
 		}
 		fmt.Fprintf(&w, "![%s](%s/bench-redlock.svg)\n\n", "RedLock acquire latency", img)
+		if wt := rl.Waiting; wt != nil {
+			fmt.Fprintf(&w, "**Waiting against a holder.** Another owner holds the lock on %d of the %d masters, a bare quorum, and keeps it (its watchdog lease %s, renewed every third); %d RedLock waiters, each with its own Clients like separate processes, call `TryLock` with `Wait(%s)`. A waiter has nothing to try while the quorum is out of reach: it should run no more rounds than the first, the one after subscribing, one per wake-up (an unlock message from a master that refused it, a reconnect, a release by its own process) and one per lease of the holder's that it saw end.\n\n",
+				wt.Held, rl.Masters, fmtDur(wt.Lease), wt.Waiters, fmtDur(wt.Window))
+			var rows [][]string
+			for i := range wt.Rounds {
+				rows = append(rows, []string{fmt.Sprintf("waiter %d", i+1), fmt.Sprint(wt.Rounds[i]), fmt.Sprintf("%.2f", float64(wt.Rounds[i])/wt.Window.Seconds()), fmt.Sprint(wt.Wakes[i]), fmt.Sprint(wt.Bound[i])})
+			}
+			table(&w, []string{"", "rounds", "rounds/s", "wake-ups", "goal: at most"}, rows)
+		}
+	}
+
+	if f := r.Fleet; f != nil {
+		w.WriteString("## 7. Mixed fleet: a Redisson waiter beside Go waiters\n\n")
+		fmt.Fprintf(&w, "One lock, contended by one Redisson-protocol waiter (a stand-in for a Java service on Redisson's `RLock`) and %d Go waiters of rlock; every waiter loops Lock, hold %v (a sleep), Unlock, until the lock has been taken %d times; %d round(s) per case, cases in random order each round. Each case runs twice: with every waiter calling Lock again at once after its Unlock (the releaser then races the woken waiters, and often wins: barging), and with a pause of one hold after Unlock (rows marked *pause*: every acquisition goes to a waiter that was asleep, so the rows show how the wake-ups race). RTT = PING p50 on this server = %s. The cases: the %d Go waiters are goroutines of **one `lock.Client`** (they form its local FIFO queue for the name: one of them at a time contends in Redis, and a release by the Client wakes the next at once, without waiting for the unlock message), or **%d `lock.Client`s** with one goroutine each (each woken by the unlock message, as the Java waiter is); the **control** puts %d more Redisson stand-ins in their place, to show the share one Java waiter gets among its own kind. A fair share is 1/%d for the Java waiter.\n\n",
+			f.GoWaiters, f.Hold, f.Acquisitions, f.Rounds, fmtDur(f.RTT.P50), f.GoWaiters, f.GoWaiters, f.GoWaiters, f.GoWaiters+1)
+		w.WriteString("The stand-in sends Redisson's acquire and release scripts in their own text with a client id of its own (as `lock/redisson_test.go` does) and waits as `RedissonLock.lock()` does: one attempt; if refused, SUBSCRIBE to the lock's channel on its own pub/sub connection, attempt again, and after each refusal wait on the entry's semaphore (one permit per unlock message) up to the TTL the refusal returned; once acquired, UNSUBSCRIBE in the background. Its lease is Redisson's watchdog default, 30 s, which the holds never come near. It runs in this Go process on a rueidis client: what it reproduces is Redisson's protocol and its round trips, not the JVM's or Netty's timing.\n\n")
+		var rows [][]string
+		for _, row := range f.Rows {
+			lo, hi := slices.Min(row.Shares), slices.Max(row.Shares)
+			rows = append(rows, []string{"**" + row.Name + "**", fmt.Sprintf("%d of %d", row.Java.Acquisitions, f.Acquisitions*f.Rounds),
+				"**" + fx(row.Java.Share) + "**", fx(row.Java.Fair), "**" + fx(row.Java.Share/row.Java.Fair) + "**", fmt.Sprintf("%s – %s", fx(lo), fx(hi)),
+				fmtDur(row.Java.Wait.P50), fmtDur(row.Java.Wait.P99), fmtDur(row.Java.Wait.Max), fx(row.Java.Attempts), fmt.Sprint(row.Java.TTLWakes)})
+		}
+		table(&w, []string{"Redisson waiter beside", "acquisitions", "share", "fair share", "share / fair", "share per round (min – max)", "wait p50", "wait p99", "wait max", "attempts/acq", "waits ended by the TTL"}, rows)
+		rows = nil
+		for _, row := range f.Rows {
+			who := "Go waiters"
+			if row.Control {
+				who = "stand-ins"
+			}
+			rows = append(rows, []string{"**" + row.Name + "**", fmt.Sprintf("%d %s", row.Others.Waiters, who), fx(row.Others.Share), fmt.Sprintf("%d / %d", row.Others.MinOne, row.Others.MaxOne),
+				fmtDur(row.Others.Wait.P50), fmtDur(row.Others.Wait.P99), fmtDur(row.Others.Wait.Max), fx(row.Others.Attempts),
+				fx(row.JavaAfterOther), fx(row.OtherRebarge), fx(row.JavaRebarge)})
+		}
+		w.WriteString("The other side, and what follows a release (over consecutive acquisitions): *Java after another's release* is the share of the acquisitions following a release by one of the others that went to the Java waiter; *releaser again* is the share of those that went back to the very waiter that released (it called Lock again at once and beat the woken waiters: barging); *Java after its own release* is the same for the Java waiter.\n\n")
+		table(&w, []string{"", "waiters", "their share", "fewest / most of one", "wait p50", "wait p99", "wait max", "attempts/acq", "Java after another's release", "releaser again", "Java after its own release"}, rows)
+		fmt.Fprintf(&w, "![%s](%s/bench-fleet.svg)\n\n", "Mixed fleet: the Redisson waiter's share", img)
 	}
 	return w.String()
 }

@@ -48,6 +48,19 @@ type roundResult struct {
 	// unsignalled counts holdings that lost the lock (another was granted
 	// meanwhile, or Unlock found it gone) without such a signal.
 	unsignalled int
+	// reads counts the hold counts read from Redis that were checked
+	// (single master); countBelow those that showed fewer holds of a field
+	// than its holdings alive and not told of a loss (a hold gone while
+	// its holder believed it held), countAbove more than its holdings
+	// could have had (a stray hold).
+	reads, countBelow, countAbove int
+	badReads                      []string // the reads out of bounds, for the log
+	// probed counts watchdog holds whose loss signal was checked against
+	// Redis; falseLoss those Redis still held then (on a quorum).
+	probed, falseLoss int
+	// injected counts the commands the proxy rules lost or delayed, by
+	// fault kind.
+	injected map[string]int
 
 	model  string                // the porcupine model the round was checked against
 	result porcupine.CheckResult // its verdict
@@ -60,13 +73,42 @@ type roundResult struct {
 // check analyses the round's history once its workers are gone.
 func (r *round) check() roundResult {
 	hs := r.hist.snapshot()
+	reads, failed, probes := r.hist.observations()
 	res := roundResult{seed: r.seed, faults: r.faults, outside: r.outside(), fence: !r.countersLost(), holdings: len(hs), history: hs, events: r.events}
+	r.injectMu.Lock()
+	res.injected = r.injected
+	r.injectMu.Unlock()
 	for i := range hs {
 		h := &hs[i]
 		res.writes += len(h.writes)
 		res.countLoss(hs, h)
 		res.countOverlaps(hs, h)
 		res.countFencing(hs, h)
+	}
+	for _, p := range probes {
+		h := &hs[p.holding]
+		if p.known && h.lease == 0 && h.lostAt < h.unlockCall {
+			res.probed++
+			if p.held {
+				res.falseLoss++
+			}
+		}
+	}
+	if res.outside {
+		reads = nil // no exclusion: counts are not modelled
+	}
+	reads = clean(hs, reads, failed)
+	res.reads = len(reads)
+	for _, rd := range reads {
+		lo, hi := countBounds(hs, rd)
+		switch {
+		case rd.count < lo:
+			res.countBelow++
+			res.badReads = append(res.badReads, fmt.Sprintf("owner %d count %d @%v-%v, at least %d", rd.field, rd.count, rd.call, rd.ret, lo))
+		case rd.count > hi:
+			res.countAbove++
+			res.badReads = append(res.badReads, fmt.Sprintf("owner %d count %d @%v-%v, at most %d", rd.field, rd.count, rd.call, rd.ret, hi))
+		}
 	}
 
 	r.events.mu.Lock()
@@ -75,16 +117,31 @@ func (r *round) check() roundResult {
 
 	exclusion := !res.outside
 	res.model = modelName(exclusion, res.fence)
-	ops := operations(hs)
+	ops := operations(hs, reads)
 	res.result, res.info = porcupine.CheckOperationsVerbose(lockModel(exclusion, res.fence), ops, 30*time.Second)
+	if res.result == porcupine.Illegal && exclusion && res.fence {
+		// Which part of the model the history breaks.
+		var broken []string
+		if porcupine.CheckOperationsTimeout(lockModel(true, false), ops, 30*time.Second) == porcupine.Illegal {
+			broken = append(broken, "exclusion or hold counts")
+		}
+		if porcupine.CheckOperationsTimeout(lockModel(false, true), ops, 30*time.Second) == porcupine.Illegal {
+			broken = append(broken, "fencing")
+		}
+		if len(broken) == 0 {
+			broken = append(broken, "exclusion and fencing together")
+		}
+		res.model += " (breaks " + strings.Join(broken, ", ") + ")"
+	}
 	return res
 }
 
-// firstNewer is the first grant after h's, never if none.
+// firstNewer is the first grant to another field after h's, never if
+// none: holdings of one field share the hold.
 func firstNewer(hs []holding, h *holding) instant {
 	first := never
 	for j := range hs {
-		if hs[j].ret > h.ret && hs[j].ret < first {
+		if hs[j].field != h.field && hs[j].ret > h.ret && hs[j].ret < first {
 			first = hs[j].ret
 		}
 	}
@@ -102,21 +159,23 @@ func (res *roundResult) countLoss(hs []holding, h *holding) {
 			res.late++
 			res.lateBy = max(res.lateBy, h.lostAt-newer)
 		}
-	case newer < h.unlockCall || h.foundLost && h.unlockRet-h.unlockCall < promptAnswer:
+	case newer < h.unlockCall || h.foundInRedis && h.unlockRet-h.unlockCall < promptAnswer:
 		// Another holder got it while h still relied on it; or Unlock,
-		// answered at once, found it gone, so it was gone before Unlock.
-		// (A release queued at a stopped master, or retried through an
-		// outage, may find the lease expired meanwhile: h had given up
-		// the lock before that.)
+		// answered at once, found it gone in Redis, so it was gone before
+		// Unlock. (A release queued at a stopped master, or retried
+		// through an outage, may find the lease expired meanwhile: h had
+		// given up the lock before that. A lease the watchdog judged run
+		// out while the release was in flight is not found in Redis: the
+		// watchdog judges before Redis lets the lock go.)
 		res.unsignalled++
 	}
 }
 
-// countOverlaps counts the newer holdings granted before a write h made
-// believing it held the lock.
+// countOverlaps counts the newer holdings of other fields granted before a
+// write h made believing it held the lock.
 func (res *roundResult) countOverlaps(hs []holding, h *holding) {
 	for j := range hs {
-		if hs[j].ret <= h.ret {
+		if hs[j].ret <= h.ret || hs[j].field == h.field {
 			continue
 		}
 		for _, w := range h.writes {
@@ -140,7 +199,9 @@ func (res *roundResult) countFencing(hs []holding, h *holding) {
 	for _, w := range h.writes {
 		stale := false
 		for j := range hs {
-			if hs[j].ret <= h.ret {
+			// Holdings of one field share the hold: concurrent
+			// re-entries may return in another order than Redis ran them.
+			if hs[j].ret <= h.ret || hs[j].field == h.field {
 				continue
 			}
 			for _, v := range hs[j].writes {
@@ -178,6 +239,12 @@ func (res roundResult) problems() []string {
 			ps = append(ps, fmt.Sprintf("%d fencing tokens not above an earlier grant's", res.inverted))
 		}
 	}
+	if res.countBelow > 0 {
+		ps = append(ps, fmt.Sprintf("%d hold counts read from Redis below the live holds not told of a loss", res.countBelow))
+	}
+	if res.countAbove > 0 {
+		ps = append(ps, fmt.Sprintf("%d hold counts read from Redis above the holds that could exist", res.countAbove))
+	}
 	if res.result == porcupine.Illegal {
 		ps = append(ps, "history not linearizable in the model "+res.model)
 	}
@@ -189,41 +256,60 @@ func (res roundResult) problems() []string {
 	return ps
 }
 
-// The porcupine model: a lock with fencing, whose state is the holder, the
-// last token granted and the highest token the resource accepted.
+// lossSlack is how long after a loss was signalled Redis may still hold
+// the lock: the watchdog judges a loss before the lease runs out, and a
+// renewal whose answer was lost may have extended the key by a lease.
+const lossSlack = watchdogLease + 150*time.Millisecond
+
+// The porcupine model: a lock with hold counts and fencing, whose state is
+// the holder field, its hold count, the last token granted and the highest
+// token the resource accepted.
 //
-//   - acquire(h) -> token: the lock is free (exclusion), and the token is
-//     above the last one granted (fence);
-//   - write(h, token) -> accepted: h holds the lock (exclusion), and the
+//   - acquire(h, f) -> token: the lock is free or held by f (exclusion); f
+//     then has one more hold; the token is above the last one granted
+//     (fence), unless f already held the lock (a re-entry's token is only
+//     checked against other holders' through the resource);
+//   - write(h, f, token) -> accepted: f holds the lock (exclusion), and the
 //     resource accepted it exactly when the token was at least its highest;
-//   - release(h): h held it (exclusion); it is then free.
+//   - release(h, f): f held it (exclusion); it has one hold fewer, and the
+//     lock is free when none is left;
+//   - read(f) -> n: f's hold count in Redis (HGET on a direct connection):
+//     its count when it holds the lock, 0 otherwise (exclusion).
 //
 // A hold lost with a signal is released somewhere between its grant and
-// the signal; one whose Unlock found it lost, anywhere after its grant.
-// Rounds outside the assumptions drop exclusion; rounds whose faults may
+// the signal plus lossSlack (the signal may come before Redis lets go);
+// one whose Unlock found it lost, anywhere after its grant. Rounds outside
+// the assumptions drop exclusion (and the reads); rounds whose faults may
 // have lost the counters drop fence. Releases of holds whose Unlock failed
-// may happen until the end of the history.
+// may happen until the end of the history. Reads that an acquisition with
+// an error may have disturbed (its request may have run, and be settled
+// only by the field's next operation, its stray hold released only once
+// the field holds nothing) are left out: see clean.
 type opKind uint8
 
 const (
 	opAcquire opKind = iota
 	opWrite
 	opRelease
+	opRead
 )
 
 type opInput struct {
 	kind    opKind
 	holding int
+	field   uint64
 	token   uint64
 }
 
 type opOutput struct {
 	token    uint64
 	accepted bool
+	count    int
 }
 
 type lockState struct {
-	holder int // -1: free
+	holder uint64 // 0: free
+	count  int
 	fence  uint64
 	max    uint64
 }
@@ -231,9 +317,9 @@ type lockState struct {
 func modelName(exclusion, fence bool) string {
 	switch {
 	case exclusion && fence:
-		return "lock with fencing"
+		return "lock with hold counts and fencing"
 	case exclusion:
-		return "lock (tokens unchecked)"
+		return "lock with hold counts (tokens unchecked)"
 	case fence:
 		return "fenced resource (no exclusion)"
 	}
@@ -242,26 +328,31 @@ func modelName(exclusion, fence bool) string {
 
 func lockModel(exclusion, fence bool) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return lockState{holder: -1} },
+		Init: func() any { return lockState{} },
 		Step: func(state, input, output any) (bool, any) {
 			s, in, out := state.(lockState), input.(opInput), output.(opOutput)
 			switch in.kind {
 			case opAcquire:
-				if exclusion && s.holder != -1 {
+				if exclusion && s.holder != 0 && s.holder != in.field {
 					return false, s
 				}
 				if fence {
-					if out.token <= s.fence {
+					// A re-entry's token need not be above a concurrent
+					// re-entry's of the same field (on RedLock both are
+					// maxima over several masters' counters): tokens order
+					// holders, not the holds of one holder.
+					if out.token <= s.fence && !(exclusion && s.holder == in.field) {
 						return false, s
 					}
-					s.fence = out.token
+					s.fence = max(s.fence, out.token)
 				}
 				if exclusion {
-					s.holder = in.holding
+					s.holder = in.field
+					s.count++
 				}
 				return true, s
 			case opWrite:
-				if exclusion && s.holder != in.holding {
+				if exclusion && s.holder != in.field {
 					return false, s
 				}
 				if out.accepted != (in.token >= s.max) {
@@ -273,79 +364,199 @@ func lockModel(exclusion, fence bool) porcupine.Model {
 				return true, s
 			case opRelease:
 				if exclusion {
-					if s.holder != in.holding {
+					if s.holder != in.field || s.count == 0 {
 						return false, s
 					}
-					s.holder = -1
+					s.count--
+					if s.count == 0 {
+						s.holder = 0
+					}
 				}
 				return true, s
+			case opRead:
+				if !exclusion {
+					return true, s
+				}
+				if s.holder == in.field {
+					return out.count == s.count, s
+				}
+				return out.count == 0, s
 			}
 			return false, s
 		},
 		Hash: func(state any) uint64 {
 			s := state.(lockState)
-			return uint64(s.holder+1)*0x9e3779b97f4a7c15 ^ s.fence*0xbf58476d1ce4e5b9 ^ s.max
+			return s.holder*0x9e3779b97f4a7c15 ^ uint64(s.count)*0x94d049bb133111eb ^ s.fence*0xbf58476d1ce4e5b9 ^ s.max
 		},
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(opInput), output.(opOutput)
 			switch in.kind {
 			case opAcquire:
-				return fmt.Sprintf("acquire #%d -> token %d", in.holding, out.token)
+				return fmt.Sprintf("acquire #%d by %d -> token %d", in.holding, in.field, out.token)
 			case opWrite:
 				return fmt.Sprintf("write #%d token %d -> accepted %v", in.holding, in.token, out.accepted)
+			case opRead:
+				return fmt.Sprintf("read count of %d -> %d", in.field, out.count)
 			}
-			return fmt.Sprintf("release #%d", in.holding)
+			return fmt.Sprintf("release #%d by %d", in.holding, in.field)
 		},
 		DescribeState: func(state any) string {
 			s := state.(lockState)
-			return fmt.Sprintf("holder %d, last token %d, resource at %d", s.holder, s.fence, s.max)
+			return fmt.Sprintf("holder %d x%d, last token %d, resource at %d", s.holder, s.count, s.fence, s.max)
 		},
 	}
 }
 
-// operations turns holdings into porcupine's history.
-func operations(hs []holding) []porcupine.Operation {
+// releaseWindow is when h's hold may have ended in Redis, for the model.
+func releaseWindow(h *holding, end instant) (call, ret instant) {
+	call, ret = h.unlockCall, h.unlockRet
+	switch {
+	case h.lostAt < h.unlockCall:
+		call, ret = h.ret, min(h.lostAt+lossSlack, end)
+	case h.foundLost:
+		call = h.ret
+	case h.unlockErr != nil && !errors.Is(h.unlockErr, lock.ErrNotHeld):
+		ret = end // the release's outcome is unknown: the lease ends it
+	}
+	if call == never { // never unlocked: it ends by its lease
+		call, ret = h.ret, end
+	}
+	return call, max(ret, call)
+}
+
+// historyEnd is an instant after every event of the round.
+func historyEnd(hs []holding, reads []countRead) instant {
 	end := instant(0)
 	for _, h := range hs {
 		end = max(end, h.ret)
 		if h.unlockRet != never {
 			end = max(end, h.unlockRet)
 		}
+		if h.lostAt != never {
+			end = max(end, h.lostAt)
+		}
 		for _, w := range h.writes {
 			end = max(end, w.ret)
 		}
 	}
-	end++
+	for _, r := range reads {
+		end = max(end, r.ret)
+	}
+	return end + 1
+}
+
+// operations turns holdings and count reads into porcupine's history.
+func operations(hs []holding, reads []countRead) []porcupine.Operation {
+	end := historyEnd(hs, reads)
 	var ops []porcupine.Operation
 	for _, h := range hs {
 		ops = append(ops, porcupine.Operation{
-			ClientId: h.worker, Call: int64(h.call), Return: int64(h.ret),
-			Input: opInput{kind: opAcquire, holding: h.id}, Output: opOutput{token: h.token},
+			ClientId: h.client, Call: int64(h.call), Return: int64(h.ret),
+			Input: opInput{kind: opAcquire, holding: h.id, field: h.field}, Output: opOutput{token: h.token},
 		})
 		for _, w := range h.writes {
 			ops = append(ops, porcupine.Operation{
-				ClientId: h.worker, Call: int64(w.call), Return: int64(w.ret),
-				Input: opInput{kind: opWrite, holding: h.id, token: h.token}, Output: opOutput{accepted: w.accepted},
+				ClientId: h.client, Call: int64(w.call), Return: int64(w.ret),
+				Input: opInput{kind: opWrite, holding: h.id, field: h.field, token: h.token}, Output: opOutput{accepted: w.accepted},
 			})
 		}
-		call, ret := h.unlockCall, h.unlockRet
-		switch {
-		case h.lostAt < h.unlockCall:
-			call, ret = h.ret, h.lostAt
-		case h.foundLost:
-			call = h.ret
-		case h.unlockErr != nil && !errors.Is(h.unlockErr, lock.ErrNotHeld):
-			ret = end // the release's outcome is unknown: the lease ends it
-		}
-		if call == never { // never unlocked: it ends by its lease
-			call, ret = h.ret, end
-		}
+		call, ret := releaseWindow(&h, end)
 		ops = append(ops, porcupine.Operation{
-			ClientId: h.worker, Call: int64(call), Return: int64(ret),
-			Input: opInput{kind: opRelease, holding: h.id}, Output: opOutput{},
+			ClientId: h.client, Call: int64(call), Return: int64(ret),
+			Input: opInput{kind: opRelease, holding: h.id, field: h.field}, Output: opOutput{},
+		})
+	}
+	for _, r := range reads {
+		ops = append(ops, porcupine.Operation{
+			ClientId: 0, Call: int64(r.call), Return: int64(r.ret),
+			Input: opInput{kind: opRead, field: r.field}, Output: opOutput{count: r.count},
 		})
 	}
 	return ops
+}
+
+// clean leaves out the reads of a field that an acquisition of it with an
+// error may have disturbed: from its call until the field is quiet again
+// after it returned, that is until an Unlock of the field, called after
+// it, returns with no other hold of the field possibly alive. Until then a
+// request of it may have run (a stray hold, settled by the field's next
+// operation and released once the field holds nothing, or undone).
+func clean(hs []holding, reads []countRead, failed []failedAcquire) []countRead {
+	end := historyEnd(hs, reads)
+	quietAfter := func(f failedAcquire) instant {
+		best := never
+		for i := range hs {
+			x := &hs[i]
+			if x.field != f.field || x.unlockRet == never || x.unlockCall < f.ret || x.unlockRet >= best {
+				continue
+			}
+			t := x.unlockRet
+			quiet := true
+			for j := range hs {
+				y := &hs[j]
+				if j == i || y.field != f.field || y.call > t {
+					continue
+				}
+				if _, yend := releaseWindow(y, end); yend > t {
+					quiet = false
+					break
+				}
+			}
+			for _, g := range failed {
+				quiet = quiet && !(g.field == f.field && g.call <= t && g.ret > t)
+			}
+			if quiet {
+				best = t
+			}
+		}
+		return best
+	}
+	var out []countRead
+	for _, r := range reads {
+		ok := true
+		for _, f := range failed {
+			if f.field == r.field && f.call <= r.ret && r.call <= quietAfter(f) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// signalJitter is how late the suite may note a loss signal after the
+// hold's context was cancelled (its callback, on a loaded machine).
+const signalJitter = 50 * time.Millisecond
+
+// countBounds are the fewest and most holds the read's field can have had
+// in Redis during the read: at least its holdings granted before the read,
+// not unlocked before it ended, and not told of a loss by then (the loss
+// of a hold must be signalled before Redis lets it go); at most those
+// that may have been alive during it.
+func countBounds(hs []holding, r countRead) (lo, hi int) {
+	for i := range hs {
+		x := &hs[i]
+		if x.field != r.field {
+			continue
+		}
+		if x.ret <= r.call && x.lostAt > r.ret+signalJitter && x.unlockCall >= r.ret {
+			lo++
+		}
+		end := instant(never)
+		switch {
+		case x.lostAt < x.unlockCall:
+			end = x.lostAt + lossSlack
+		case x.unlockErr == nil && x.unlockRet != never:
+			end = x.unlockRet
+		}
+		if x.call <= r.ret && end >= r.call {
+			hi++
+		}
+	}
+	return lo, hi
 }
 
 // dump describes the holdings of a round, for a failed round's log.
@@ -358,7 +569,10 @@ func dump(hs []holding) string {
 	}
 	var b strings.Builder
 	for _, h := range hs {
-		fmt.Fprintf(&b, "#%d w%d token %d: lock %s→%s", h.id, h.worker, h.token, ms(h.call), ms(h.ret))
+		fmt.Fprintf(&b, "#%d w%d/g%d owner %d token %d: lock %s→%s", h.id, h.worker, h.client, h.field, h.token, ms(h.call), ms(h.ret))
+		if h.lease > 0 {
+			fmt.Fprintf(&b, " lease %v", h.lease)
+		}
 		for _, w := range h.writes {
 			fmt.Fprintf(&b, "; write@%s believed=%v accepted=%v", ms(w.at), w.believed, w.accepted)
 		}

@@ -32,6 +32,14 @@ const (
 	nWorkers = 3
 )
 
+// The tight Clients of the tight-timeout fault kind: CommandTimeout +
+// RenewInterval just under WatchdogTimeout, the most New accepts, and
+// explicit leases around CommandTimeout.
+const (
+	tightRenewInterval  = 150 * time.Millisecond
+	tightCommandTimeout = watchdogLease - tightRenewInterval - 5*time.Millisecond
+)
+
 // renewIntervals are the workers' RenewInterval: the default (a third of
 // the lease) and two that do not divide the lease, as services configured
 // apart would have.
@@ -101,7 +109,7 @@ type topology struct {
 
 var topologies = []topology{
 	{name: "single", masters: 1, quorum: 1, offset: 0},
-	{name: "redlock", masters: nMasters, quorum: nMasters/2 + 1, offset: 5},
+	{name: "redlock", masters: nMasters, quorum: nMasters/2 + 1, offset: defaultRounds},
 }
 
 // worker is one contending client: a lock.Client per master, as a separate
@@ -109,6 +117,7 @@ var topologies = []topology{
 type worker struct {
 	id      int
 	clients []*lock.Client
+	tight   []*lock.Client // CommandTimeout close to the lease
 	sink    *eventSink
 }
 
@@ -119,30 +128,40 @@ func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink) []
 	ws := make([]*worker, nWorkers)
 	for i := range ws {
 		w := &worker{id: i, sink: sink}
-		for m, s := range servers {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			c, err := lock.New(ctx, lock.Config{
-				Addrs:           []string{s.Addr()},
-				WatchdogTimeout: watchdogLease,
-				RenewInterval:   renewIntervals[i],
-				CommandTimeout:  commandTimeout,
-				DialTimeout:     dialTimeout,
-				Observer:        sink.observer(i, m),
-			})
-			cancel()
-			if err != nil {
-				t.Fatalf("lock.New(%s): %v", s.Addr(), err)
-			}
-			t.Cleanup(func() {
+		for _, tight := range []bool{false, true} {
+			for m, s := range servers {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				if err := c.Close(ctx); err != nil && !errors.Is(err, lock.ErrClosed) {
-					// A hold left by a round that ended during a fault
-					// may not be releasable; Close still stops everything.
-					t.Logf("close client of worker %d: %v", w.id, err)
+				cfg := lock.Config{
+					Addrs:           []string{s.Addr()},
+					WatchdogTimeout: watchdogLease,
+					RenewInterval:   renewIntervals[i],
+					CommandTimeout:  commandTimeout,
+					DialTimeout:     dialTimeout,
+					Observer:        sink.observer(i, m),
 				}
-			})
-			w.clients = append(w.clients, c)
+				if tight {
+					cfg.RenewInterval, cfg.CommandTimeout = tightRenewInterval, tightCommandTimeout
+				}
+				c, err := lock.New(ctx, cfg)
+				cancel()
+				if err != nil {
+					t.Fatalf("lock.New(%s): %v", s.Addr(), err)
+				}
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					if err := c.Close(ctx); err != nil && !errors.Is(err, lock.ErrClosed) {
+						// A hold left by a round that ended during a fault
+						// may not be releasable; Close still stops everything.
+						t.Logf("close client of worker %d: %v", w.id, err)
+					}
+				})
+				if tight {
+					w.tight = append(w.tight, c)
+				} else {
+					w.clients = append(w.clients, c)
+				}
+			}
 		}
 		ws[i] = w
 	}
@@ -165,12 +184,16 @@ type locker interface {
 	lock(ctx context.Context, blocking bool, lease time.Duration) (held, error)
 }
 
-func (w *worker) locker(name string) locker {
-	if len(w.clients) == 1 {
-		return single{w.clients[0].Mutex(name)}
+func (w *worker) locker(name string, tight bool) locker {
+	cs := w.clients
+	if tight {
+		cs = w.tight
 	}
-	ms := make([]*lock.Mutex, len(w.clients))
-	for i, c := range w.clients {
+	if len(cs) == 1 {
+		return single{cs[0].Mutex(name)}
+	}
+	ms := make([]*lock.Mutex, len(cs))
+	for i, c := range cs {
 		ms[i] = c.Mutex(name)
 	}
 	return redlock{multilock.NewRedLock(ms...), w.sink.roundObserver(w.id)}

@@ -10,6 +10,14 @@
 // partitions shorter and longer than the lease, a clock within the drift
 // factor; and, outside the documented assumptions, a restart at once
 // without data, a holder paused past its lease, a clock five times fast.
+// Other kinds change, while they last, how the clients use the lock:
+// goroutines sharing an owner (lock.WithOwner) that re-enter and unlock
+// concurrently and hand their Held's context to nested goroutines;
+// re-entries with a Lease shorter than the outer hold's; single lost
+// requests or replies of the acquire, release and renew scripts (the
+// proxy's Inject); Lock deadlines expiring while an acquire's reply is
+// delayed; contexts carrying an owner given to Lock, on RedLock too; and
+// Clients whose CommandTimeout + RenewInterval is just under the lease.
 //
 // Every round's history (acquire, writes, release or loss, each with call
 // and return times) is checked with porcupine against a model of a lock
@@ -17,20 +25,27 @@
 // held the lock, after another had been granted it), stale writes
 // (rejected by the fence, or not), losses signalled on the holder's context
 // (in time, or only after another holder got the lock) and losses never
-// signalled. Inside the assumptions there must be no double grant and no
-// unsignalled loss; outside them the suite shows the overlap and what the
-// fence did about it. docs/safety.md has the figures of a long run.
+// signalled. On a single master the workers also read their owner's hold
+// count from Redis (a direct connection, past the proxy) after each Lock
+// and Unlock, mid-hold and at a loss signal; the model's state is the
+// holder field and its count, so a count that does not match the holds
+// fails the round, and a loss signalled while Redis still held the lock
+// is counted as a false loss. Inside the assumptions there must be no
+// double grant and no unsignalled loss; outside them the suite shows the
+// overlap and what the fence did about it. docs/safety.md has the
+// figures of a long run.
 //
 // Running it:
 //
-//	go test ./faultsuite/                          # bounded: 5 rounds per case
+//	go test ./faultsuite/                          # bounded: 6 rounds per case
 //	RLOCK_FAULT_SEED=42 go test ./faultsuite/      # replay a schedule
 //	RLOCK_FAULT_DURATION=2m go test -timeout 30m ./faultsuite/ -faultsuite.report=run.md
 //
 // Environment:
 //
-//   - RLOCK_FAULT_ROUNDS: rounds per case (backend × lock). Default 5, in
-//     which every fault kind leads one round per backend.
+//   - RLOCK_FAULT_ROUNDS: rounds per case (backend × lock). Default 6: the
+//     four cases' lead faults follow each other, so that a run over both
+//     backends leads with every kind at least once.
 //   - RLOCK_FAULT_DURATION: time per case, such as 2m; alone, rounds run
 //     until it is spent. The test's -timeout also stops the rounds.
 //   - RLOCK_FAULT_SEED: round i of every case uses seed SEED+i. Random and

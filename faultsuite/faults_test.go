@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/lock"
 )
 
 // faultKind is one kind of fault the scheduler injects.
@@ -20,18 +21,29 @@ type faultKind struct {
 	// double grants may happen and only the fence protects the resource.
 	outside bool
 	clock   bool // needs the servers' fake clock
+	mode    bool // a worker mode, with the proxy rules of the fault
 }
 
 // The kinds, inside the documented assumptions first. The order matters:
 // a round's lead fault is picked by its seed from this list.
 var kinds = []*faultKind{
-	{name: "kill"},                                   // kill, restart after more than the max lease, data kept or not
-	{name: "restart-kept"},                           // restart at once keeping the (persisted) data
-	{name: "pause-short"},                            // SIGSTOP or freeze the master for less than the lease
-	{name: "pause-long"},                             // ... for more than the lease
-	{name: "partition-short"},                        // cut every client off the master for less than the lease
-	{name: "partition-long"},                         // ... for more than the lease
-	{name: "clock-drift", clock: true},               // master clock at 1 ± 0.5%, within the drift factor
+	{name: "kill"},                     // kill, restart after more than the max lease, data kept or not
+	{name: "restart-kept"},             // restart at once keeping the (persisted) data
+	{name: "pause-short"},              // SIGSTOP or freeze the master for less than the lease
+	{name: "pause-long"},               // ... for more than the lease
+	{name: "partition-short"},          // cut every client off the master for less than the lease
+	{name: "partition-long"},           // ... for more than the lease
+	{name: "clock-drift", clock: true}, // master clock at 1 ± 0.5%, within the drift factor
+	// Kinds that change how clients use the lock while they last (a
+	// worker mode), with single lost or delayed commands: what the suite
+	// could not see before (issue 13). All inside the assumptions.
+	{name: "shared-owner", mode: true},               // 2-3 goroutines per worker share one owner (WithOwner), re-enter, pass Held contexts to nested goroutines
+	{name: "reenter-short-lease", mode: true},        // a holder re-enters with a Lease shorter than a renew interval, unlocks it, holds on
+	{name: "lost-request", mode: true},               // shared owners; one acquire/release/renew request dropped (the connection reset)
+	{name: "lost-reply", mode: true},                 // shared owners; one acquire/release/renew reply dropped after Redis ran it
+	{name: "ctx-deadline", mode: true},               // shared owners whose Lock deadlines (20-150ms) expire while an acquire's reply is delayed
+	{name: "owner-ctx", mode: true},                  // Lock with a ctx carrying an owner (WithOwner kept across holds, another lock's Held ctx); lost requests/replies
+	{name: "tight-timeout", mode: true},              // Clients with CommandTimeout + RenewInterval just under WatchdogTimeout, leases near CommandTimeout, replies delayed near it
 	{name: "restart-now-empty", outside: true},       // restart at once without data (a majority or one on RedLock)
 	{name: "holder-pause", outside: true},            // a holder pauses past its explicit lease before writing
 	{name: "clock-fast", outside: true, clock: true}, // master clock 5x fast (a majority on RedLock)
@@ -57,6 +69,27 @@ type fault struct {
 	d       time.Duration // how long it lasts (pause, partition, clock, restart delay)
 	keep    bool          // a restart keeps the data
 	rate    float64       // clock rate
+	mode    workerMode    // the workers' mode while it lasts
+	rules   []rule        // commands lost or delayed meanwhile, in order
+}
+
+// rule is one command lost or delayed by a master's proxy: the first
+// request (or reply) of a script of role on the round's lock once the
+// rule is injected, at offset at into the fault.
+type rule struct {
+	at     time.Duration
+	master int
+	role   string // acquire, release, renew
+	action integration.Action
+	times  int // how many matching commands it acts on; 0 means 1
+}
+
+func (x rule) String() string {
+	s := fmt.Sprintf("%v of %s on m%d at +%v", x.action, x.role, x.master, x.at.Round(time.Millisecond))
+	if x.times > 1 {
+		s += fmt.Sprintf(" x%d", x.times)
+	}
+	return s
 }
 
 func (f fault) String() string {
@@ -71,8 +104,20 @@ func (f fault) String() string {
 	case "holder-pause":
 		s = fmt.Sprintf("holder-pause of %v past a lease of %v", f.d.Round(time.Millisecond), explicitLease)
 	case "restart-now-empty":
+	case "reenter-short-lease":
+		s = fmt.Sprintf("%s (lease %v) for %v", f.kind.name, f.mode.shortLease.Round(time.Millisecond), f.d.Round(time.Millisecond))
+	case "ctx-deadline":
+		s = fmt.Sprintf("%s (Lock deadlines %v-%v) for %v", f.kind.name, f.mode.lockTimeout[0], f.mode.lockTimeout[1], f.d.Round(time.Millisecond))
+	case "tight-timeout":
+		s = fmt.Sprintf("%s (CommandTimeout %v, leases %v-%v) for %v", f.kind.name, tightCommandTimeout, f.mode.tightLease[0], f.mode.tightLease[1], f.d.Round(time.Millisecond))
 	default:
 		s += fmt.Sprintf(" for %v", f.d.Round(time.Millisecond))
+	}
+	if f.kind.mode && f.kind.name != "reenter-short-lease" && f.kind.name != "ctx-deadline" && f.kind.name != "tight-timeout" {
+		s = fmt.Sprintf("%s for %v", f.kind.name, f.d.Round(time.Millisecond))
+	}
+	for _, x := range f.rules {
+		s += "; " + x.String()
 	}
 	return s
 }
@@ -87,9 +132,10 @@ func (f fault) wipes() int {
 }
 
 // plan draws a round's faults from its seed: the lead kind cycles with the
-// seed; a round inside the assumptions adds up to two more inside faults.
-func plan(rng *rand.Rand, seed uint64, topo topology, avail []*faultKind) []fault {
-	lead := avail[(seed+topo.offset)%uint64(len(avail))]
+// seed (shifted by offset: the case's); a round inside the assumptions adds
+// up to two more inside faults.
+func plan(rng *rand.Rand, seed, offset uint64, topo topology, avail []*faultKind) []fault {
+	lead := avail[(seed+offset)%uint64(len(avail))]
 	fs := []fault{draw(rng, lead, topo)}
 	if !lead.outside {
 		var inside []*faultKind
@@ -148,9 +194,97 @@ func draw(rng *rand.Rand, k *faultKind, topo topology) fault {
 			n = topo.quorum
 		}
 	}
+	if k.mode {
+		return drawMode(rng, f, topo)
+	}
 	f.targets = rng.Perm(topo.masters)[:n]
 	slices.Sort(f.targets)
 	return f
+}
+
+// drawMode draws a worker mode and its proxy rules.
+func drawMode(rng *rand.Rand, f fault, topo topology) fault {
+	f.d = randDuration(rng, 2*watchdogLease, 4*watchdogLease)
+	f.mode = workerMode{kind: f.kind.name}
+	roles := []string{"acquire", "release", "renew"}
+	add := func(role string, a integration.Action) {
+		f.rules = append(f.rules, rule{at: randDuration(rng, 0, f.d*2/3), master: rng.IntN(topo.masters), role: role, action: a})
+	}
+	switch f.kind.name {
+	case "reenter-short-lease":
+		// Shorter than every renew interval: a key cut to it expires
+		// before the outer hold's next renewal.
+		f.mode.shortLease = randDuration(rng, lock.MinLease, 100*time.Millisecond)
+	case "lost-request":
+		for range 1 + rng.IntN(3) {
+			add(roles[rng.IntN(3)], integration.DropRequest)
+		}
+	case "lost-reply":
+		for range 1 + rng.IntN(3) {
+			add(roles[rng.IntN(3)], integration.DropReply)
+		}
+	case "ctx-deadline":
+		f.mode.lockTimeout = [2]time.Duration{20 * time.Millisecond, 150 * time.Millisecond}
+		for range 1 + rng.IntN(3) {
+			add("acquire", integration.DelayReply(randDuration(rng, 30*time.Millisecond, 300*time.Millisecond)))
+		}
+	case "owner-ctx":
+		for range 2 + rng.IntN(3) {
+			role, a := []string{"acquire", "acquire", "release"}[rng.IntN(3)], []integration.Action{integration.DropRequest, integration.DropReply}[rng.IntN(2)]
+			add(role, a)
+			if role == "release" && a == integration.DropReply {
+				// The release ran and its answer was lost; the next 2-5
+				// release requests to that master are lost too (each a
+				// reset), so that its retries fail for a while and the
+				// owner's next round or call can act meanwhile.
+				x := &f.rules[len(f.rules)-1]
+				f.rules = append(f.rules, rule{at: x.at + time.Millisecond, master: x.master, role: "release",
+					action: integration.DropRequest, times: 2 + rng.IntN(4)})
+			}
+		}
+	case "tight-timeout":
+		f.mode.tightLease = [2]time.Duration{tightCommandTimeout - 65*time.Millisecond, tightCommandTimeout + 15*time.Millisecond}
+		// Around CommandTimeout: answered just in time, or, past it, a
+		// lost reply whose request ran.
+		for range 1 + rng.IntN(3) {
+			add("acquire", integration.DelayReply(randDuration(rng, tightCommandTimeout-65*time.Millisecond, tightCommandTimeout+55*time.Millisecond)))
+		}
+		if rng.IntN(2) == 0 {
+			add("renew", integration.DelayReply(randDuration(rng, tightCommandTimeout-60*time.Millisecond, tightCommandTimeout-5*time.Millisecond)))
+		}
+	}
+	slices.SortFunc(f.rules, func(a, b rule) int { return int(a.at - b.at) })
+	for _, x := range f.rules {
+		if !slices.Contains(f.targets, x.master) {
+			f.targets = append(f.targets, x.master)
+		}
+	}
+	slices.Sort(f.targets)
+	return f
+}
+
+// injectMode turns the workers' mode on for f.d and injects f's rules at
+// their moments, each until it acts once or the fault ends.
+func (r *round) injectMode(ctx context.Context, f fault) error {
+	r.setMode(f.mode)
+	defer r.setMode(workerMode{})
+	start := time.Now()
+	end := start.Add(f.d)
+	for _, x := range f.rules {
+		if err := sleepCtx(ctx, time.Until(start.Add(x.at))); err != nil {
+			return err
+		}
+		fa, err := r.servers[x.master].Inject(integration.Rule{Match: scriptMatcher(x.role, r.name), Action: x.action, Times: max(x.times, 1)})
+		if err != nil {
+			return fmt.Errorf("%v: %w", x, err)
+		}
+		wctx, cancel := context.WithDeadline(ctx, end)
+		_ = fa.Wait(wctx)
+		cancel()
+		fa.Remove()
+		r.hit(f.kind.name, fa.Hits())
+	}
+	return sleepCtx(ctx, time.Until(end))
 }
 
 // inject applies f to the round's masters and undoes it: when it returns,
@@ -172,6 +306,9 @@ func (r *round) inject(ctx context.Context, f fault) error {
 	// The fault's duration is part of the schedule: time itself, not a
 	// wait for another goroutine.
 	last := func() error { return sleepCtx(ctx, f.d) }
+	if f.kind.mode {
+		return r.injectMode(ctx, f)
+	}
 	switch f.kind.name {
 	case "kill", "restart-kept":
 		return on(func(s *integration.Server) error {

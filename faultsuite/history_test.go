@@ -25,6 +25,41 @@ type history struct {
 	mu       sync.Mutex
 	holdings []*holding
 	granted  chan struct{} // closed and replaced at every grant
+	// reads are the hold counts read from Redis (single master only).
+	reads []countRead
+	// failed are the acquisitions with an owner in their ctx that
+	// returned an error other than a plain refusal: they may have run.
+	failed []failedAcquire
+	// probes are the loss signals checked against Redis: was the lock
+	// still held when its loss was signalled?
+	probes []lossProbe
+	closed bool           // the round is over: no more background reads
+	bg     sync.WaitGroup // background reads in flight
+	// counter reads a field's hold count in Redis; nil: no reads.
+	counter *counter
+}
+
+// countRead is one HGET of a holder field's count, made on a direct
+// connection (no proxy, no fault), with its call and return times.
+type countRead struct {
+	field     uint64
+	call, ret instant
+	count     int
+}
+
+// failedAcquire is an acquisition of field that returned an error: its
+// request may have run in Redis (and be undone later, or not).
+type failedAcquire struct {
+	field     uint64
+	call, ret instant
+}
+
+// lossProbe is what Redis held when a loss was signalled.
+type lossProbe struct {
+	holding int
+	// held: Redis still held the lock for the field (on a quorum of
+	// masters for RedLock); known: the read answered.
+	held, known bool
 }
 
 func newHistory() *history {
@@ -39,6 +74,13 @@ func (h *history) now() instant { return time.Since(h.start) }
 type holding struct {
 	id     int
 	worker int
+	// client is the goroutine that made it, for porcupine's view; field
+	// is its owner (the holder field on every master): holdings of one
+	// field share the hold (re-entries, shared owners).
+	client int
+	field  uint64
+	// lease is the explicit Lease; 0 for a watchdog hold.
+	lease  time.Duration
 	call   instant // Lock or TryLock called
 	ret    instant // ... and returned the hold
 	token  uint64
@@ -51,8 +93,11 @@ type holding struct {
 	unlockRet  instant
 	unlockErr  error
 	// foundLost: Unlock answered ErrLockLost, so the lock had been lost
-	// by then, signalled or not.
-	foundLost bool
+	// by then, signalled or not. foundInRedis: the loss was found in
+	// Redis (the release found the lock gone, or taken), not judged by
+	// the client's clock (a lease that ran out while the release was in
+	// flight, which the watchdog judges before Redis lets the lock go).
+	foundLost, foundInRedis bool
 }
 
 // write is one write to the resource by a holding.
@@ -68,12 +113,13 @@ type write struct {
 
 // acquired records a grant returned to worker at ret, for a call made at
 // call, and wakes whoever waits for a grant.
-func (h *history) acquired(worker int, call instant, hd held) *holding {
+func (h *history) acquired(worker, client int, call instant, hd held, lease time.Duration) *holding {
 	ret := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	x := &holding{
-		id: len(h.holdings), worker: worker, call: call, ret: ret, token: hd.Fence(),
+		id: len(h.holdings), worker: worker, client: client, field: hd.Owner(), lease: lease,
+		call: call, ret: ret, token: hd.Fence(),
 		lostAt: never, unlockCall: never, unlockRet: never,
 	}
 	h.holdings = append(h.holdings, x)
@@ -81,14 +127,72 @@ func (h *history) acquired(worker int, call instant, hd held) *holding {
 	h.granted = make(chan struct{})
 	// The loss signal: the context callback runs as soon as the context
 	// is cancelled. Its time is an upper bound; the worker also notes a
-	// loss it sees itself (noteLoss keeps the earliest).
+	// loss it sees itself (noteLoss keeps the earliest). Redis is asked
+	// at once whether it still held the lock then (a false loss).
 	ctx := hd.Context()
 	context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), lock.ErrLockLost) {
 			h.noteLoss(x, h.now())
+			h.probeLoss(x)
 		}
 	})
 	return x
+}
+
+// read reads field's hold count from Redis now, in the history.
+func (h *history) read(field uint64) {
+	if h.counter == nil || !h.counter.single() {
+		return
+	}
+	call := h.now()
+	n, ok := h.counter.count(field)
+	ret := h.now()
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	h.reads = append(h.reads, countRead{field: field, call: call, ret: ret, count: n})
+	h.mu.Unlock()
+}
+
+// probeLoss reads, in the background, whether Redis still holds x's
+// field, for the false-loss rate; on a single master it is also a read.
+func (h *history) probeLoss(x *holding) {
+	h.mu.Lock()
+	if h.closed || h.counter == nil {
+		h.mu.Unlock()
+		return
+	}
+	h.bg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.bg.Done()
+		call := h.now()
+		held, known, n := h.counter.held(x.field)
+		ret := h.now()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.probes = append(h.probes, lossProbe{holding: x.id, held: held, known: known})
+		if known && h.counter.single() {
+			h.reads = append(h.reads, countRead{field: x.field, call: call, ret: ret, count: n})
+		}
+	}()
+}
+
+// failedAcquire records an acquisition of field that failed at ret.
+func (h *history) failedAcquire(field uint64, call instant) {
+	ret := h.now()
+	h.mu.Lock()
+	h.failed = append(h.failed, failedAcquire{field: field, call: call, ret: ret})
+	h.mu.Unlock()
+}
+
+// close ends the background reads, before the checks.
+func (h *history) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.bg.Wait()
 }
 
 // noteLoss records that x's context was found cancelled with ErrLockLost
@@ -111,6 +215,9 @@ func (h *history) unlocked(x *holding, call, ret instant, err error) {
 	defer h.mu.Unlock()
 	x.unlockCall, x.unlockRet, x.unlockErr = call, ret, err
 	x.foundLost = errors.Is(err, lock.ErrLockLost)
+	if le, ok := errors.AsType[*lock.LostError](err); ok {
+		x.foundInRedis = le.Kind != lock.LossRenewFailed && le.Kind != lock.LossLeaseExpired
+	}
 }
 
 // waitGrants waits until n holdings have been granted at or after from.
@@ -171,6 +278,14 @@ func (h *history) snapshot() []holding {
 		out[i].writes = append([]write(nil), x.writes...)
 	}
 	return out
+}
+
+// observations returns the count reads, failed acquisitions and loss
+// probes, once the workers and background reads are gone.
+func (h *history) observations() ([]countRead, []failedAcquire, []lossProbe) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]countRead(nil), h.reads...), append([]failedAcquire(nil), h.failed...), append([]lossProbe(nil), h.probes...)
 }
 
 // resource is the guarded resource: it accepts a write only with a token at

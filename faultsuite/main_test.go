@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	// The Docker backend, so that integration.Backends runs every case on
+	// Docker too.
+	_ "github.com/rlock-go/rlock/integration/docker"
 )
 
 // Every goroutine of the suite — workers, the scheduler, the servers'
@@ -30,10 +34,11 @@ const (
 )
 
 // defaultRounds is the rounds of each case when neither RLOCK_FAULT_ROUNDS
-// nor RLOCK_FAULT_DURATION is set: the bounded mode CI runs. With ten fault
-// kinds and the RedLock case's lead faults shifted by five, each backend
-// then leads one round with every kind.
-const defaultRounds = 5
+// nor RLOCK_FAULT_DURATION is set: the bounded mode CI runs. The lead
+// faults of the four cases (two backends, two locks) follow each other
+// (see backendOffset), so that with seventeen kinds a run over both
+// backends leads at least one round with every kind.
+const defaultRounds = 6
 
 var reportFlag = flag.String("faultsuite.report", "", "append each case's summary as markdown table rows to this file (also "+envReport+")")
 

@@ -12,14 +12,17 @@ import (
 
 // tally adds up rounds.
 type tally struct {
-	rounds                       int
-	holdings, writes             int
-	doubleGrants                 int
-	staleRejected, staleAccepted int
-	freshRejected, inverted      int
-	signalled, late, unsignalled int
-	lateBy, lossDelay            time.Duration
-	unknown                      int // porcupine timed out
+	rounds                        int
+	holdings, writes              int
+	doubleGrants                  int
+	staleRejected, staleAccepted  int
+	freshRejected, inverted       int
+	signalled, late, unsignalled  int
+	lateBy, lossDelay             time.Duration
+	unknown                       int // porcupine timed out
+	illegal                       int // porcupine: not linearizable
+	reads, countBelow, countAbove int
+	probed, falseLoss             int
 }
 
 func (t *tally) add(res roundResult) {
@@ -39,6 +42,14 @@ func (t *tally) add(res roundResult) {
 	if res.result == porcupine.Unknown {
 		t.unknown++
 	}
+	if res.result == porcupine.Illegal {
+		t.illegal++
+	}
+	t.reads += res.reads
+	t.countBelow += res.countBelow
+	t.countAbove += res.countAbove
+	t.probed += res.probed
+	t.falseLoss += res.falseLoss
 }
 
 // summary is one case's run.
@@ -48,6 +59,7 @@ type summary struct {
 	inside  tally
 	outside tally
 	faults  map[string]int    // every fault injected, by kind
+	acted   map[string]int    // proxy rules that acted, by kind
 	byKind  map[string]*tally // rounds by their lead fault
 	seeds   []uint64
 	failed  int
@@ -56,7 +68,7 @@ type summary struct {
 }
 
 func newSummary(b integration.Backend, topo topology) *summary {
-	return &summary{backend: b, topo: topo, faults: map[string]int{}, byKind: map[string]*tally{}}
+	return &summary{backend: b, topo: topo, faults: map[string]int{}, acted: map[string]int{}, byKind: map[string]*tally{}}
 }
 
 func (s *summary) add(res roundResult) {
@@ -68,6 +80,9 @@ func (s *summary) add(res roundResult) {
 	for _, f := range res.faults {
 		s.faults[f.kind.name]++
 	}
+	for k, n := range res.injected {
+		s.acted[k] += n
+	}
 	lead := res.faults[0].kind.name
 	if s.byKind[lead] == nil {
 		s.byKind[lead] = &tally{}
@@ -78,9 +93,10 @@ func (s *summary) add(res roundResult) {
 
 // line is one round's figures for the log.
 func (res roundResult) line() string {
-	return fmt.Sprintf("%d holds, %d writes; double grants %d; stale writes rejected %d, accepted %d; fresh writes rejected %d; inverted tokens %d; losses signalled %d (late %d, by up to %v), unsignalled %d; losses reported up to %v after the lease ran out; %s: %s",
+	return fmt.Sprintf("%d holds, %d writes; double grants %d; stale writes rejected %d, accepted %d; fresh writes rejected %d; inverted tokens %d; losses signalled %d (late %d, by up to %v), unsignalled %d; false losses %d of %d probed; counts read %d, below %d, above %d; commands hit %v; losses reported up to %v after the lease ran out; %s: %s",
 		res.holdings, res.writes, res.doubleGrants, res.staleRejected, res.staleAccepted, res.freshRejected, res.inverted,
-		res.signalled, res.late, res.lateBy.Round(time.Millisecond), res.unsignalled, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result))
+		res.signalled, res.late, res.lateBy.Round(time.Millisecond), res.unsignalled, res.falseLoss, res.probed,
+		res.reads, res.countBelow, res.countAbove, res.injected, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result))
 }
 
 func verdict(r porcupine.CheckResult) string {
@@ -97,7 +113,11 @@ func (s *summary) faultList() string {
 	var parts []string
 	for _, k := range kinds {
 		if n := s.faults[k.name]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", k.name, n))
+			p := fmt.Sprintf("%s %d", k.name, n)
+			if k.mode && s.acted[k.name] > 0 {
+				p += fmt.Sprintf(" (%d commands hit)", s.acted[k.name])
+			}
+			parts = append(parts, p)
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -116,10 +136,10 @@ func (s *summary) seedRange() string {
 
 // The tables' headers.
 const (
-	runHeader = "| Backend | Lock | Rounds in / out | Faults injected | Holds | Double grants in / out | Stale writes rejected / accepted | Inverted tokens in / out | Losses signalled (late) / unsignalled, in | Losses signalled (late) / unsignalled, out | Loss reported after the lease ran out, max | Seeds | Time |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-	kindHeader = "| Backend | Lock | Lead fault | Rounds | Holds | Double grants | Stale writes rejected / accepted | Fresh writes rejected | Inverted tokens | Losses signalled (late) / unsignalled | Loss reported after the lease ran out, max |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|---|\n"
+	runHeader = "| Backend | Lock | Rounds in / out | Faults injected | Holds | Double grants in / out | Stale writes rejected / accepted | Inverted tokens in / out | Losses signalled (late) / unsignalled, in | Losses signalled (late) / unsignalled, out | False losses / watchdog losses probed | Counts read, below / above | Not linearizable in / out | Loss reported after the lease ran out, max | Seeds | Time |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+	kindHeader = "| Backend | Lock | Lead fault | Rounds | Holds | Double grants | Stale writes rejected / accepted | Fresh writes rejected | Inverted tokens | Losses signalled (late) / unsignalled | False losses / probed | Counts read, below / above | Not linearizable | Loss reported after the lease ran out, max |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 )
 
 // row is the case's line of the run table.
@@ -132,12 +152,13 @@ func (s *summary) row() string {
 	if n := in.unknown + out.unknown; n > 0 {
 		rounds += fmt.Sprintf(", %d unchecked", n)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %d | %d / %d | %d / %d | %d / %d | %d (%d) / %d | %d (%d) / %d | %v | %s | %v |\n",
+	return fmt.Sprintf("| %s | %s | %s | %s | %d | %d / %d | %d / %d | %d / %d | %d (%d) / %d | %d (%d) / %d | %d / %d | %d, %d / %d | %d / %d | %v | %s | %v |\n",
 		s.backend, s.topo.name, rounds, s.faultList(), in.holdings+out.holdings,
 		in.doubleGrants, out.doubleGrants,
 		in.staleRejected+out.staleRejected, in.staleAccepted+out.staleAccepted,
 		in.inverted, out.inverted,
 		in.signalled, in.late, in.unsignalled, out.signalled, out.late, out.unsignalled,
+		in.falseLoss+out.falseLoss, in.probed+out.probed, in.reads, in.countBelow, in.countAbove, in.illegal, out.illegal,
 		max(in.lossDelay, out.lossDelay).Round(time.Millisecond), s.seedRange(), s.elapsed.Round(time.Second))
 }
 
@@ -153,9 +174,10 @@ func (s *summary) kindRows() string {
 		if k.outside {
 			name += " (outside)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d / %d | %d | %d | %d (%d) / %d | %v |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d / %d | %d | %d | %d (%d) / %d | %d / %d | %d, %d / %d | %d | %v |\n",
 			s.backend, s.topo.name, name, t.rounds, t.holdings, t.doubleGrants, t.staleRejected, t.staleAccepted,
-			t.freshRejected, t.inverted, t.signalled, t.late, t.unsignalled, t.lossDelay.Round(time.Millisecond))
+			t.freshRejected, t.inverted, t.signalled, t.late, t.unsignalled, t.falseLoss, t.probed,
+			t.reads, t.countBelow, t.countAbove, t.illegal, t.lossDelay.Round(time.Millisecond))
 	}
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +36,56 @@ type round struct {
 	events  *events
 	res     resource
 	pauses  pauses
+
+	modeMu  sync.Mutex
+	cur     workerMode
+	clients atomic.Int64 // goroutine ids for porcupine, past the workers'
+	// injected counts the proxy rules that acted (a request or a reply
+	// lost, a reply delayed), by fault kind.
+	injectMu sync.Mutex
+	injected map[string]int
+}
+
+// workerMode is a fault kind that changes how the workers use the lock
+// while it lasts; the zero mode is the suite's plain holds.
+type workerMode struct {
+	kind        string
+	shortLease  time.Duration    // reenter-short-lease: the re-entry's Lease
+	lockTimeout [2]time.Duration // ctx-deadline: the Lock deadlines' range
+	tightLease  [2]time.Duration // tight-timeout: the explicit leases' range
+}
+
+func (r *round) mode() workerMode {
+	r.modeMu.Lock()
+	defer r.modeMu.Unlock()
+	return r.cur
+}
+
+func (r *round) setMode(m workerMode) {
+	r.modeMu.Lock()
+	r.cur = m
+	r.modeMu.Unlock()
+}
+
+// newClient numbers a goroutine that takes holds, for porcupine's view.
+func (r *round) newClient() int { return nWorkers + int(r.clients.Add(1)) }
+
+// bound returns a context with the values of values (its owner), ended
+// when values or the round's ctx ends: a Held's context or an owner kept
+// across holds, which must not outlive the round.
+func (r *round) bound(ctx, values context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(values)
+	stop := context.AfterFunc(ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+func (r *round) hit(kind string, n int) {
+	r.injectMu.Lock()
+	defer r.injectMu.Unlock()
+	if r.injected == nil {
+		r.injected = map[string]int{}
+	}
+	r.injected[kind] += n
 }
 
 // caseRun is one backend and topology: the workers of its rounds.
@@ -44,6 +95,7 @@ type caseRun struct {
 	workers []*worker
 	sink    *eventSink
 	kinds   []string // the fault kinds allowed; nil: all
+	direct  *direct  // connections bypassing the proxies, for count reads
 }
 
 // round runs one round and returns what it showed. Problems with the
@@ -58,9 +110,10 @@ func (c *caseRun) round(t *testing.T, seed uint64) (roundResult, error) {
 		topo:    topo,
 		cl:      cl,
 		servers: cl.servers[:topo.masters],
-		faults:  plan(rng, seed, topo, available(cl.clock, c.kinds)),
+		faults:  plan(rng, seed, topo.offset+backendOffset(cl.backend), topo, available(cl.clock, c.kinds)),
 		hist:    newHistory(),
 	}
+	r.hist.counter = c.direct.counter(r.name, topo)
 	r.events = &events{hist: r.hist}
 	c.sink.reset(r.events)
 	defer c.sink.reset(nil)
@@ -74,6 +127,7 @@ func (c *caseRun) round(t *testing.T, seed uint64) (roundResult, error) {
 	err := r.schedule(ctx)
 	stop()
 	wg.Wait()
+	r.hist.close()
 	if err != nil {
 		return roundResult{}, errors.Join(err, r.repair(context.WithoutCancel(ctx)))
 	}
@@ -105,6 +159,16 @@ func (r *round) schedule(ctx context.Context) error {
 		return fmt.Errorf("within %v after the last fault (%s): %w", recoveryTimeout, describe(r.faults), err)
 	}
 	return nil
+}
+
+// backendOffset shifts the lead faults of a backend's cases past the
+// process backend's, so that a bounded run over both backends (four cases
+// of defaultRounds) leads with every kind.
+func backendOffset(b integration.Backend) uint64 {
+	if b == integration.BackendProcess {
+		return 0
+	}
+	return 2 * defaultRounds
 }
 
 // outside reports whether the round breaks an assumption of docs/safety.md.

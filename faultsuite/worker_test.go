@@ -2,9 +2,13 @@ package faultsuite
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/rlock-go/rlock/lock"
 )
 
 // Worker behaviour. Durations here model the clients' work and arrivals;
@@ -20,6 +24,9 @@ const (
 	maxWork       = 200 * time.Millisecond
 	maxLongWork   = 3 * watchdogLease
 	unlockTimeout = 3 * time.Second
+	// sharedWork is the longest hold of a goroutine sharing an owner:
+	// short, so that their Redis operations interleave often.
+	sharedWork = 60 * time.Millisecond
 )
 
 // pauseRequest asks the next holder to pause past its lease: it takes the
@@ -31,44 +38,194 @@ type pauseRequest struct {
 }
 
 // run is one worker's loop for a round: acquire, write, work, write,
-// release, until ctx ends.
+// release, until ctx ends. While the scheduler has a worker mode on (a
+// fault kind that changes how clients use the lock: shared owners,
+// re-entries, owner-carrying contexts, tight timeouts), the worker
+// follows it.
 func (w *worker) run(ctx context.Context, r *round) {
 	rng := rand.New(rand.NewPCG(r.seed, uint64(w.id)+1))
-	lk := w.locker(r.name)
 	for ctx.Err() == nil {
-		pr := r.takePause()
-		blocking := rng.IntN(10) < blockingShare
-		var lease time.Duration
-		if pr != nil {
-			blocking, lease = true, explicitLease
+		m := r.mode()
+		switch m.kind {
+		case "shared-owner", "lost-request", "lost-reply", "ctx-deadline":
+			w.shared(ctx, r, rng, m)
+		case "reenter-short-lease":
+			w.hold(ctx, r, rng, holdOpts{lk: w.locker(r.name, false), client: w.id, blocking: true, inner: m.shortLease})
+		case "owner-ctx":
+			w.ownerCtx(ctx, r, rng, m)
+		case "tight-timeout":
+			lease := randDuration(rng, m.tightLease[0], m.tightLease[1])
+			w.hold(ctx, r, rng, holdOpts{lk: w.locker(r.name, true), client: w.id, blocking: rng.IntN(10) < blockingShare, lease: lease, maxWork: lease})
+		default:
+			w.plain(ctx, r, rng)
 		}
-		call := r.hist.now()
-		h, err := lk.lock(ctx, blocking, lease)
-		if err != nil {
-			r.givePause(pr)
-			// Busy, or a master down: come back later, as a client would.
-			think(ctx, randDuration(rng, minThink, maxThink))
-			continue
-		}
-		x := r.hist.acquired(w.id, call, h)
-		w.sink.held(w.id, h.Owner())
-		r.res.write(r.hist, x, h.Context(), false)
-		if pr != nil {
-			w.pausePastLease(r, x, h, pr)
-		} else {
-			d := randDuration(rng, minWork, maxWork)
-			if rng.IntN(10) < longShare {
-				d = randDuration(rng, maxWork, maxLongWork)
+	}
+}
+
+// plain is one hold of a fresh owner, as the suite always did; it takes
+// the pause of a holder-pause fault when one is asked for.
+func (w *worker) plain(ctx context.Context, r *round, rng *rand.Rand) {
+	pr := r.takePause()
+	o := holdOpts{lk: w.locker(r.name, false), client: w.id, blocking: rng.IntN(10) < blockingShare, pause: pr}
+	if pr != nil {
+		o.blocking, o.lease = true, explicitLease
+	}
+	if !w.hold(ctx, r, rng, o) {
+		r.givePause(pr)
+	}
+}
+
+// holdOpts is how one hold is taken and used.
+type holdOpts struct {
+	lk       locker
+	client   int             // the goroutine, for porcupine's view
+	lockCtx  context.Context // the ctx given to Lock (may carry an owner); nil: the round's
+	timeout  time.Duration   // > 0: Lock's ctx ends after it (a deadline mid-acquire)
+	blocking bool
+	lease    time.Duration // explicit Lease; 0: the watchdog
+	maxWork  time.Duration // > 0: work at most this long
+	pause    *pauseRequest
+	// nested: while holding, a goroutine given the Held's context
+	// re-enters, works and unlocks; join: the holder waits for it before
+	// its own Unlock (otherwise it may unlock while the re-entry is in
+	// flight).
+	nested, join bool
+	// inner > 0: while holding, re-enter with Lease(inner), unlock the
+	// re-entry, then keep the outer hold for longer than inner.
+	inner time.Duration
+}
+
+// hold acquires once, writes, works, writes and releases; it reports
+// whether it acquired. A failed acquisition waits a little, as a client
+// would.
+func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts) bool {
+	lctx := ctx
+	if o.lockCtx != nil {
+		lctx = o.lockCtx
+	}
+	cancel := context.CancelFunc(func() {})
+	if o.timeout > 0 {
+		lctx, cancel = context.WithTimeout(lctx, o.timeout)
+	}
+	call := r.hist.now()
+	h, err := o.lk.lock(lctx, o.blocking, o.lease)
+	cancel()
+	if err != nil {
+		if owner, ok := lock.OwnerFrom(lctx); ok && !errors.As(err, new(*lock.ConflictError)) {
+			r.hist.failedAcquire(owner, call)
+			// A client that owns its calls often asks again at once
+			// after an error: half of them do.
+			if rng.IntN(2) == 0 {
+				return false
 			}
-			work(h.Context(), d)
-			r.res.write(r.hist, x, h.Context(), false)
 		}
-		r.hist.checkLoss(x, h.Context())
+		// Busy, or a master down: come back later, as a client would.
+		think(ctx, randDuration(rng, minThink, maxThink))
+		return false
+	}
+	x := r.hist.acquired(w.id, o.client, call, h, o.lease)
+	r.hist.read(x.field)
+	if o.pause == nil && o.client == w.id && o.lockCtx == nil {
+		w.sink.held(w.id, h.Owner())
+	}
+	r.res.write(r.hist, x, h.Context(), false)
+	r.hist.read(x.field)
+	var nested sync.WaitGroup
+	if o.nested {
+		nctx, stop := r.bound(ctx, h.Context())
+		nrng := rand.New(rand.NewPCG(rng.Uint64(), 7))
+		nested.Go(func() {
+			defer stop()
+			w.hold(ctx, r, nrng, holdOpts{lk: o.lk, client: r.newClient(), lockCtx: nctx, blocking: true, maxWork: sharedWork})
+		})
+	}
+	switch {
+	case o.pause != nil:
+		w.pausePastLease(r, x, h, o.pause)
+	case o.inner > 0:
+		ictx, stop := r.bound(ctx, h.Context())
+		w.hold(ctx, r, rng, holdOpts{lk: o.lk, client: o.client, lockCtx: ictx, blocking: true, lease: o.inner, maxWork: o.inner / 2})
+		stop()
+		// The outer hold goes on past the inner lease: a re-entry must
+		// not have shortened it.
+		work(h.Context(), randDuration(rng, o.inner+50*time.Millisecond, o.inner+3*watchdogLease/4))
+		r.res.write(r.hist, x, h.Context(), false)
+	default:
+		d := randDuration(rng, minWork, maxWork)
+		if rng.IntN(10) < longShare {
+			d = randDuration(rng, maxWork, maxLongWork)
+		}
+		if o.maxWork > 0 {
+			d = min(d, randDuration(rng, minWork/2, o.maxWork))
+		}
+		work(h.Context(), d)
+		r.res.write(r.hist, x, h.Context(), false)
+	}
+	if o.join {
+		nested.Wait()
+	}
+	r.hist.checkLoss(x, h.Context())
+	if o.pause == nil && o.client == w.id && o.lockCtx == nil {
 		w.sink.held(w.id, 0)
+	}
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	ucall := r.hist.now()
+	err = h.Unlock(uctx)
+	r.hist.unlocked(x, ucall, r.hist.now(), err)
+	ucancel()
+	r.hist.read(x.field)
+	nested.Wait()
+	return true
+}
+
+// shared is a group of two or three goroutines of one worker sharing one
+// owner (lock.WithOwner): each locks, re-enters and unlocks concurrently
+// with the others, some pass their Held's context to a nested goroutine
+// that re-enters. In ctx-deadline mode their Locks have short deadlines.
+func (w *worker) shared(ctx context.Context, r *round, rng *rand.Rand, m workerMode) {
+	octx := lock.WithOwner(ctx)
+	var wg sync.WaitGroup
+	for range 2 + rng.IntN(2) {
+		grng := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+		client := r.newClient()
+		wg.Go(func() {
+			for k := 3 + grng.IntN(4); k > 0 && ctx.Err() == nil && r.mode().kind == m.kind; k-- {
+				o := holdOpts{lk: w.locker(r.name, false), client: client, lockCtx: octx,
+					blocking: grng.IntN(10) < blockingShare, nested: grng.IntN(3) == 0, join: grng.IntN(2) == 0, maxWork: sharedWork}
+				if m.kind == "ctx-deadline" {
+					o.blocking, o.timeout = true, randDuration(grng, m.lockTimeout[0], m.lockTimeout[1])
+				}
+				w.hold(ctx, r, grng, o)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// ownerCtx locks with a context that carries an owner while the mode is
+// on: one from lock.WithOwner, kept across the worker's holds, or the
+// Held context of another lock the worker holds meanwhile (nested locking).
+func (w *worker) ownerCtx(ctx context.Context, r *round, rng *rand.Rand, m workerMode) {
+	octx := lock.WithOwner(ctx)
+	var aux *lock.Held
+	if rng.IntN(2) == 0 {
+		h, err := w.clients[0].Mutex(fmt.Sprintf("%s:aux:%d", r.name, w.id)).Lock(ctx)
+		if err != nil {
+			think(ctx, randDuration(rng, minThink, maxThink))
+			return
+		}
+		aux = h
+		var stop context.CancelFunc
+		octx, stop = r.bound(ctx, h.Context())
+		defer stop()
+	}
+	for ctx.Err() == nil && octx.Err() == nil && r.mode().kind == m.kind {
+		w.hold(ctx, r, rng, holdOpts{lk: w.locker(r.name, false), client: w.id, lockCtx: octx,
+			blocking: rng.IntN(10) < blockingShare, maxWork: maxWork})
+	}
+	if aux != nil {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-		ucall := r.hist.now()
-		err = h.Unlock(uctx)
-		r.hist.unlocked(x, ucall, r.hist.now(), err)
+		_ = aux.Unlock(uctx)
 		cancel()
 	}
 }

@@ -1,0 +1,117 @@
+package faultsuite
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/rlock-go/rlock/integration"
+)
+
+// readTimeout bounds one count read: a stopped master does not answer, and
+// the read is then left out.
+const readTimeout = 100 * time.Millisecond
+
+// direct is one connection per master that bypasses the proxy (so no
+// injected fault, partition included, touches it): the suite's view of
+// what Redis holds.
+type direct struct {
+	conns []rueidis.Client
+}
+
+func newDirect(t *testing.T, servers []*integration.Server) *direct {
+	t.Helper()
+	d := &direct{}
+	for _, s := range servers {
+		c, err := rueidis.NewClient(rueidis.ClientOption{
+			InitAddress:      []string{s.DirectAddr()},
+			Password:         s.Password(),
+			DisableCache:     true,
+			ConnWriteTimeout: time.Second,
+			Dialer:           net.Dialer{Timeout: readTimeout},
+		})
+		if err != nil {
+			t.Fatalf("direct connection to %s: %v", s.DirectAddr(), err)
+		}
+		t.Cleanup(c.Close)
+		d.conns = append(d.conns, c)
+	}
+	return d
+}
+
+// counter reads the hold counts of one lock on the masters of a
+// topology. Owners are unique in the process, so a field is found by its
+// owner whatever Client (client id) made it.
+type counter struct {
+	name   string
+	conns  []rueidis.Client
+	quorum int
+}
+
+func (d *direct) counter(name string, topo topology) *counter {
+	return &counter{name: name, conns: d.conns[:topo.masters], quorum: topo.quorum}
+}
+
+func (c *counter) single() bool { return len(c.conns) == 1 }
+
+// countOn reads owner's hold count on master m.
+func (c *counter) countOn(m int, owner uint64) (int, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	kv, err := c.conns[m].Do(ctx, c.conns[m].B().Hgetall().Key(c.name).Build()).AsStrMap()
+	if err != nil {
+		return 0, false
+	}
+	suffix := ":" + strconv.FormatUint(owner, 10)
+	for f, v := range kv {
+		if strings.HasSuffix(f, suffix) {
+			n, err := strconv.Atoi(v)
+			return n, err == nil
+		}
+	}
+	return 0, true
+}
+
+// count reads owner's count on a single master.
+func (c *counter) count(owner uint64) (int, bool) { return c.countOn(0, owner) }
+
+// held reads whether owner still holds the lock: on a single master its
+// count is above 0; on RedLock a quorum of masters has its field. known
+// is false when too few masters answered to tell. n is the count on a
+// single master.
+func (c *counter) held(owner uint64) (held, known bool, n int) {
+	if c.single() {
+		n, ok := c.count(owner)
+		return n > 0, ok, n
+	}
+	var mu sync.Mutex
+	yes, no := 0, 0
+	var wg sync.WaitGroup
+	for m := range c.conns {
+		wg.Go(func() {
+			n, ok := c.countOn(m, owner)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case ok && n > 0:
+				yes++
+			case ok:
+				no++
+			}
+		})
+	}
+	wg.Wait()
+	switch {
+	case yes >= c.quorum:
+		return true, true, 0
+	case no > len(c.conns)-c.quorum:
+		return false, true, 0
+	}
+	return false, false, 0
+}
