@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Checks docs/model/rlock.pml with spin (see README.md):
+#   - the model of the (amended) ledger spec: no violation, search complete;
+#   - each mutation (behaviours of db82bdb) and the spec as written (V1):
+#     spin MUST find a violation;
+#   - the witness: the bounds (lost request, lost reply, reordering, lease
+#     expiry) are reachable together in one run;
+#   - liveness: every goroutine finishes under weak fairness.
+# Exits non-zero on any failure. Prints each run's time and states.
+# Environment: MODEL_MEMLIM (MB per pan run, default 4096), MODEL_JOBS (2).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+command -v spin >/dev/null || { echo "check.sh: spin is not installed (apt-get install spin)"; exit 2; }
+command -v gcc >/dev/null || { echo "check.sh: gcc is not installed"; exit 2; }
+memlim=${MODEL_MEMLIM:-4096}
+jobs=${MODEL_JOBS:-2}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+start=$(date +%s)
+
+# run NAME EXPECT TIMEOUT "SPIN -D FLAGS" "CC FLAGS" "PAN FLAGS"
+#   EXPECT: pass (no error, complete search; unreached statements collected)
+#           fail (spin must report an error)
+run() {
+  local name=$1 expect=$2 to=$3 dflags=$4 cflags=$5 pflags=$6
+  local d="$work/$name"
+  mkdir -p "$d"
+  cp "$here/rlock.pml" "$d/"
+  (
+    cd "$d"
+    t0=$(date +%s)
+    spin -o3 -a $dflags rlock.pml >spin.out 2>&1 || { echo "FAIL $name: spin -a"; cat spin.out; exit 1; }
+    gcc -w -DMEMLIM=$memlim $cflags -o pan pan.c >cc.out 2>&1 || { echo "FAIL $name: gcc"; cat cc.out; exit 1; }
+    set +e
+    timeout "$to" ./pan $pflags >pan.out 2>&1
+    rc=$?
+    set -e
+    t1=$(date +%s)
+    states=$(awk '/states, stored/ {print $1; exit}' pan.out)
+    errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.out | head -1)
+    summary="$name: $((t1 - t0))s, ${states:-?} states, errors ${errors:-?}"
+    if [ $rc -eq 124 ]; then echo "FAIL $summary: timed out after ${to}s"; exit 1; fi
+    case $expect in
+    pass)
+      if [ "${errors:-1}" != 0 ]; then
+        echo "FAIL $summary: spin found a violation; trail:"
+        spin -t $dflags rlock.pml 2>&1 | grep -E 'T=[0-9]+|assert|Error' | grep -v 'tick$' | tail -60
+        exit 1
+      fi
+      if grep -qE 'Search not completed|max search depth too small|reached -DMEMLIM' pan.out; then
+        echo "FAIL $summary: search truncated"; grep -E 'Search not|depth too small|MEMLIM' pan.out; exit 1
+      fi
+      # statements of the processes that model operations left unreached
+      awk '/unreached in proctype (G|Redis|Watchdog|Clock)/ {p=1; next} /unreached in/ {p=0}
+           p && /rlock.pml:[0-9]+, state/ && !/"-end-"/ {sub(/^[ \t]+/, ""); sub(/, state [0-9]+,/, ":"); print}' pan.out | sort -u >unreached.txt
+      echo "ok   $summary (complete; $(wc -l <unreached.txt) unreached statements in this configuration)"
+      if [ "$name" != liveness ] && [ "$name" != live-notimer ]; then
+        ./pan -d >tables.txt 2>/dev/null || true
+        cp tables.txt "$work/tables.$name"
+        cp pan.out "$work/pan.$name"
+      fi
+      ;;
+    fail)
+      if [ "${errors:-0}" = 0 ]; then echo "FAIL $summary: spin found NO violation (the model lost its teeth)"; exit 1; fi
+      what=$(grep -m1 -E 'assertion violated|acceptance cycle|invalid end state' pan.out | sed 's/ (at depth.*//')
+      echo "ok   $summary (violation found as expected: ${what})"
+      ;;
+    esac
+  )
+}
+
+SAFE="-DSAFETY -DHC4"   # hash-compact state storage (see README)
+# name         expect to    spin flags                                       cc flags   pan flags
+specs=(
+  "main         pass 290 -DDRIFT=0~-DB_RST=0~-DB_LATE=0                   SAFE2 -m400000~-c1~-w27"
+  "drift-reset  pass 290 -DB_LREQ=0~-DB_LREP=0                            SAFE2 -m400000~-c1~-w27"
+  "drift-lrep   pass 120 -DB_LREQ=0~-DB_RST=0~-DB_LATE=0                  SAFE2 -m400000~-c1~-w25"
+  "drift-lreq   pass 120 -DB_LREP=0~-DB_RST=0~-DB_LATE=0                  SAFE2 -m400000~-c1~-w25"
+  "ri3          pass 120 -DRI=3~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0 SAFE2 -m400000~-c1~-w25"
+  "M1           fail 120 -DM1~-DB_LREQ=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
+  "M2           fail 120 -DM2~-DB_LREQ=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
+  "M3           fail 120 -DM3~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0   SAFE0 -m400000~-c1~-w24"
+  "M4           fail 120 -DM4~-DRI=3~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0 SAFE0 -m400000~-c1~-w24"
+  "M5           fail 120 -DM5~-DB_LREP=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
+  "V1           fail 120 -DV1~-DB_LREQ=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
+  "witness      fail 120 -DWITNESS~-DDRIFT=0~-DB_RST=0~-DB_LATE=0          SAFE0 -m400000~-c1~-w24"
+  "liveness     pass 120 -DLIVE                                            LIVE  -m400000~-a~-f~-w24"
+  "live-notimer fail 120 -DLIVE~-DNOTIMER                                  LIVE  -m400000~-a~-f~-w24"
+)
+pids=()
+names=()
+out="$work/results"
+mkdir -p "$out"
+i=0
+for spec in "${specs[@]}"; do
+  read -r name expect to dflags cf pflags <<<"$spec"
+  dflags=${dflags//\~/ }
+  pflags=${pflags//\~/ }
+  case $cf in
+  SAFE2) cflags="-O2 $SAFE" ;;              # big searches: optimise
+  SAFE0) cflags="-O0 $SAFE" ;;              # small searches: compile fast
+  LIVE) cflags="-O0 -DNOREDUCE -DNFAIR=3" ;;
+  esac
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 1; done
+  run "$name" "$expect" "$to" "$dflags" "$cflags" "$pflags" >"$out/$i.$name" 2>&1 &
+  pids+=($!)
+  names+=("$i.$name")
+  i=$((i + 1))
+done
+status=0
+for j in "${!pids[@]}"; do
+  if ! wait "${pids[$j]}"; then status=1; fi
+  cat "$out/${names[$j]}"
+done
+# Coverage: a source line of G, Redis, Watchdog or Clock counts as reached
+# when some safety run reached some statement compiled from it (inline
+# code is compiled once per call site; a call site may be unreachable by
+# construction, e.g. client B never re-enters, so never gets MISMATCH).
+if ls "$work"/tables.* >/dev/null 2>&1; then
+  cover=$(for t in "$work"/tables.*; do
+      n=${t##*/tables.}
+      awk -v cfg="$n" '
+        FNR == 1 { f++ }
+        f == 1 && /^proctype / { p = $2; next }
+        f == 1 && /-\(tr/ && /rlock.pml:[0-9]+/ {
+          if (p !~ /^(G|Redis|Watchdog|Clock)$/) next
+          match($0, /state +[0-9]+/); st = substr($0, RSTART, RLENGTH); sub(/state +/, "", st)
+          match($0, /rlock.pml:[0-9]+/); ln = substr($0, RSTART + 10, RLENGTH - 10)
+          print "ALL", p ":" ln
+          line[p ":" st] = ln
+          next }
+        f == 2 && /unreached in proctype/ { q = $4; next }
+        f == 2 && /rlock.pml:[0-9]+, state [0-9]+/ {
+          match($0, /state [0-9]+/); st = substr($0, RSTART + 6, RLENGTH - 6); unr[q ":" st] = 1 }
+        END { for (k in line) if (!(k in unr)) { split(k, a, ":"); print "REACHED", a[1] ":" line[k] } }
+      ' "$t" "$work/pan.$n"
+    done | sort -u)
+  missing=$(comm -23 <(echo "$cover" | awk '$1 == "ALL" {print $2}' | sort -u) \
+                     <(echo "$cover" | awk '$1 == "REACHED" {print $2}' | sort -u))
+  total=$(echo "$cover" | awk '$1 == "ALL"' | wc -l)
+  if [ -n "$missing" ]; then
+    echo "FAIL source lines of G, Redis, Watchdog, Clock reached by no safety run:"
+    for m in $missing; do echo "  $m: $(sed -n "${m#*:}p" "$here/rlock.pml" | sed 's/^ *//')"; done
+    status=1
+  else
+    echo "ok   coverage: all $total source lines of G, Redis, Watchdog and Clock were reached by some safety run"
+  fi
+fi
+echo "check.sh: $(( $(date +%s) - start ))s in all"
+if [ $status -ne 0 ]; then echo "check.sh: FAILED"; else echo "check.sh: all checks passed"; fi
+exit $status
