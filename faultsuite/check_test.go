@@ -278,7 +278,9 @@ const lossSlack = watchdogLease + 150*time.Millisecond
 //
 // A hold lost with a signal is released somewhere between its grant and
 // the signal plus lossSlack (the signal may come before Redis lets go);
-// one whose Unlock found it lost, anywhere after its grant. Rounds outside
+// one whose Unlock found it lost, anywhere after its grant and before the
+// Unlock returned, or, when the loss was judged by the client's clock
+// rather than found in Redis, up to lossSlack after. Rounds outside
 // the assumptions drop exclusion (and the reads); rounds whose faults may
 // have lost the counters drop fence. Releases of holds whose Unlock failed
 // may happen until the end of the history. Reads that an acquisition with
@@ -415,6 +417,16 @@ func releaseWindow(h *holding, end instant) (call, ret instant) {
 		call, ret = h.ret, min(h.lostAt+lossSlack, end)
 	case h.foundLost:
 		call = h.ret
+		if !h.foundInRedis {
+			// Judged by the client's clock (a lease that ran out while the
+			// release went unanswered): the watchdog judges before Redis lets
+			// the lock go, so the key may outlive the Unlock by lossSlack.
+			last := h.unlockRet
+			if h.lostAt != never {
+				last = max(last, h.lostAt)
+			}
+			ret = min(last+lossSlack, end)
+		}
 	case h.unlockErr != nil && !errors.Is(h.unlockErr, lock.ErrNotHeld):
 		ret = end // the release's outcome is unknown: the lease ends it
 	}
