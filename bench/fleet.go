@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -233,7 +234,7 @@ func fmtShares(s []float64) string {
 func fleetRound(ctx context.Context, p params, addr string, c fleetCase, key string) (*fleetCount, error) {
 	n := p.fleetGo
 	var goAttempts atomic.Int64
-	obs := &lock.Observer{AcquireEnd: func(_ context.Context, e lock.AcquireEnd) {
+	obs := &observe.Observer{AcquireEnd: func(_ context.Context, e observe.AcquireEnd) {
 		if e.Acquired {
 			goAttempts.Add(int64(e.Attempts))
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // locker is one library's lock over a name, on its own connections: what
@@ -100,7 +101,7 @@ type openOpts struct {
 	// KeyValidity, ExtendInterval); zero means their defaults.
 	lease, renew time.Duration
 	// observer receives rlock's events.
-	observer *lock.Observer
+	observer *observe.Observer
 }
 
 // The polling waiters (redsync, redislock, and rlock's scripts polled)
@@ -207,8 +208,8 @@ func rlockClientOption(addr string) rueidis.ClientOption {
 		InitAddress:       []string{addr},
 		ForceSingleClient: true,
 		DisableCache:      true,
-		Dialer:            net.Dialer{Timeout: lock.DefaultDialTimeout},
-		ConnWriteTimeout:  lock.DefaultCommandTimeout,
+		Dialer:            net.Dialer{Timeout: 5 * time.Second},
+		ConnWriteTimeout:  3 * time.Second, // lock.Config's default CommandTimeout
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // Scenario 6: RedLock over 5 independent masters, rlock's multilock
@@ -232,7 +233,7 @@ func runRedLockWaiting(ctx context.Context, addrs []string, window time.Duration
 	w := &redlockWaiting{Waiters: waiters, Held: quorum, Lease: lease, Window: window,
 		Rounds: make([]int, waiters), Wakes: make([]int, waiters), Bound: make([]int, waiters)}
 	ls := make([]*multilock.Lock, waiters)
-	obs := make([]*multilock.Observer, waiters)
+	obs := make([]*observe.Observer, waiters)
 	var mu sync.Mutex
 	for i := range ls {
 		ms := make([]*lock.Mutex, len(addrs))
@@ -244,11 +245,11 @@ func runRedLockWaiting(ctx context.Context, addrs []string, window time.Duration
 			ms[k] = c.Mutex(name)
 		}
 		ls[i] = multilock.NewRedLock(ms...)
-		obs[i] = &multilock.Observer{
-			Round: func(context.Context, multilock.Round) { mu.Lock(); w.Rounds[i]++; mu.Unlock() },
-			WakeUp: func(_ context.Context, e multilock.WakeUp) {
+		obs[i] = &observe.Observer{
+			Round: func(context.Context, observe.Round) { mu.Lock(); w.Rounds[i]++; mu.Unlock() },
+			WakeUp: func(_ context.Context, e observe.WakeUp) {
 				switch e.Reason {
-				case lock.WakeMessage, lock.WakeReconnect, lock.WakeRelease:
+				case observe.WakeMessage, observe.WakeReconnect, observe.WakeRelease:
 					mu.Lock()
 					w.Wakes[i]++
 					mu.Unlock()
@@ -260,11 +261,11 @@ func runRedLockWaiting(ctx context.Context, addrs []string, window time.Duration
 	var wg sync.WaitGroup
 	for i, l := range ls {
 		wg.Go(func() {
-			h, err := l.TryLock(ctx, multilock.Wait(window), multilock.Observe(obs[i]))
+			h, err := l.TryLock(ctx, lock.Wait(window), multilock.Observe(obs[i]))
 			if err == nil {
 				_ = h.Unlock(ctx)
 				errs[i] = fmt.Errorf("waiter %d acquired a lock held on a quorum", i)
-			} else if !errors.Is(err, lock.ErrQuorum) {
+			} else if !errors.Is(err, multilock.ErrQuorum) {
 				errs[i] = err
 			}
 		})

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // Scenario 5: renewal at scale. Hold n locks in one process and measure
@@ -153,8 +152,8 @@ func dbsize(ctx context.Context, adm rueidis.Client) int64 {
 }
 
 func renewRlock(ctx context.Context, p params, addr string, adm rueidis.Client, n int) (*renewalRow, error) {
-	ticks := make(chan lock.Renew, 1024)
-	obs := &lock.Observer{Renew: func(e lock.Renew) {
+	ticks := make(chan observe.Renew, 1024)
+	obs := &observe.Observer{Renew: func(e observe.Renew) {
 		select {
 		case ticks <- e:
 		default:
@@ -176,7 +175,7 @@ func renewRlock(ctx context.Context, p params, addr string, adm rueidis.Client, 
 
 	// Start on a tick that renewed every lock, then measure the next ones.
 	deadline := time.After(p.renewInterval*time.Duration(p.renewTicks+5) + 10*time.Second)
-	next := func() (lock.Renew, error) {
+	next := func() (observe.Renew, error) {
 		select {
 		case e := <-ticks:
 			if e.Err != nil || e.Lost > 0 {
@@ -184,9 +183,9 @@ func renewRlock(ctx context.Context, p params, addr string, adm rueidis.Client, 
 			}
 			return e, nil
 		case <-deadline:
-			return lock.Renew{}, fmt.Errorf("rlock: no renewal tick")
+			return observe.Renew{}, fmt.Errorf("rlock: no renewal tick")
 		case <-ctx.Done():
-			return lock.Renew{}, ctx.Err()
+			return observe.Renew{}, ctx.Err()
 		}
 	}
 	for {

@@ -11,6 +11,7 @@ import (
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // Timing of the suite. Leases are short so that a round takes seconds.
@@ -221,13 +222,13 @@ func (s single) lock(ctx context.Context, blocking bool, lease time.Duration) (h
 
 type redlock struct {
 	l   *multilock.Lock
-	obs *multilock.Observer
+	obs *observe.Observer
 }
 
 func (r redlock) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {
-	opts := []multilock.Option{multilock.Fenced(), multilock.Observe(r.obs)}
+	opts := []lock.Option{lock.Fenced(), multilock.Observe(r.obs)}
 	if lease > 0 {
-		opts = append(opts, multilock.Lease(lease))
+		opts = append(opts, lock.Lease(lease))
 	}
 	var h *multilock.Held
 	var err error

@@ -8,8 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rlock-go/rlock/lock"
-	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // events is a round's log of what the workers' Clients and RedLocks
@@ -126,16 +125,16 @@ func (s *eventSink) reset(e *events) {
 type ownerKey struct{}
 
 // observer logs one worker's lock events on master m.
-func (s *eventSink) observer(worker, m int) *lock.Observer {
+func (s *eventSink) observer(worker, m int) *observe.Observer {
 	owner := func(ctx context.Context) uint64 {
 		o, _ := ctx.Value(ownerKey{}).(uint64)
 		return o
 	}
-	return &lock.Observer{
-		AcquireStart: func(ctx context.Context, e lock.AcquireStart) context.Context {
+	return &observe.Observer{
+		AcquireStart: func(ctx context.Context, e observe.AcquireStart) context.Context {
 			return context.WithValue(ctx, ownerKey{}, e.Owner)
 		},
-		AcquireEnd: func(ctx context.Context, e lock.AcquireEnd) {
+		AcquireEnd: func(ctx context.Context, e observe.AcquireEnd) {
 			if e.Acquired {
 				s.confirmed(worker, m, owner(ctx), time.Now())
 				s.add(worker, "m%d acquire owner %v: granted, reentrant %v, fence %d, %d attempts, %v", m, owner(ctx), e.Reentrant, e.Fence, e.Attempts, e.Duration.Round(time.Millisecond))
@@ -143,13 +142,13 @@ func (s *eventSink) observer(worker, m int) *lock.Observer {
 				s.add(worker, "m%d acquire owner %v: %v after %v", m, owner(ctx), short(e.Err), e.Duration.Round(time.Millisecond))
 			}
 		},
-		Release: func(_ context.Context, e lock.Release) {
+		Release: func(_ context.Context, e observe.Release) {
 			s.releaseReturned(worker, m, e.Owner, time.Now())
 			s.add(worker, "m%d release owner %d: freed %v, %v: %v", m, e.Owner, e.Released, e.Duration.Round(time.Millisecond), short(e.Err))
 		},
-		Loss: func(_ context.Context, e lock.Loss) {
+		Loss: func(_ context.Context, e observe.Loss) {
 			late := ""
-			if end, ok := s.judgeable(worker, m, e.Owner); ok && e.Err != nil && strings.HasPrefix(e.Err.Reason, "lease ran out") {
+			if end, ok := s.judgeable(worker, m, e.Owner); ok && strings.HasPrefix(e.Reason, "lease ran out") {
 				d := time.Since(end)
 				late = fmt.Sprintf(" (%v after the lease ran out)", d.Round(time.Millisecond))
 				if cur := s.cur.Load(); cur != nil {
@@ -160,7 +159,7 @@ func (s *eventSink) observer(worker, m int) *lock.Observer {
 			}
 			s.add(worker, "m%d LOSS owner %d after %v%s: %v", m, e.Owner, e.HeldFor.Round(time.Millisecond), late, short(e.Err))
 		},
-		Renew: func(e lock.Renew) {
+		Renew: func(e observe.Renew) {
 			if e.Renewed > 0 {
 				s.confirmed(worker, m, 0, time.Now().Add(-e.Duration))
 			}
@@ -172,9 +171,9 @@ func (s *eventSink) observer(worker, m int) *lock.Observer {
 }
 
 // roundObserver logs a worker's RedLock rounds.
-func (s *eventSink) roundObserver(worker int) *multilock.Observer {
-	return &multilock.Observer{
-		Round: func(_ context.Context, e multilock.Round) {
+func (s *eventSink) roundObserver(worker int) *observe.Observer {
+	return &observe.Observer{
+		Round: func(_ context.Context, e observe.Round) {
 			s.add(worker, "redlock round %d: granted %d, refused %d, acquired %v, elapsed %v, validity %v", e.Attempt, e.Granted, e.Refused, e.Acquired, e.Elapsed.Round(time.Millisecond), e.Validity.Round(time.Millisecond))
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // Times in a history are offsets from the round's start on the monotonic
@@ -216,7 +217,7 @@ func (h *history) unlocked(x *holding, call, ret instant, err error) {
 	x.unlockCall, x.unlockRet, x.unlockErr = call, ret, err
 	x.foundLost = errors.Is(err, lock.ErrLockLost)
 	if le, ok := errors.AsType[*lock.LostError](err); ok {
-		x.foundInRedis = le.Kind != lock.LossRenewFailed && le.Kind != lock.LossLeaseExpired
+		x.foundInRedis = le.Kind != observe.LossRenewFailed && le.Kind != observe.LossLeaseExpired
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // to run the suite against another version (see docs/safety.md, "Teeth"),
 // list that version's scripts here.
 var scriptsByRole = map[string][]*reentrant.Script{
-	"acquire": {reentrant.AcquireCountedScript, reentrant.AcquireScript, reentrant.AcquireFencedScript},
+	"acquire": {reentrant.AcquireCountedScript},
 	"release": {reentrant.ReleaseScript},
 	"renew":   {reentrant.RenewScript},
 }

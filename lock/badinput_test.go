@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/multilock"
 )
 
 // Bad input gets a sentinel error, never a panic, and leaves nothing in
@@ -65,7 +66,7 @@ func TestBadInput(t *testing.T) {
 		f    func(t *testing.T) error
 	}{
 		{"empty name", lock.ErrInvalid, tryLock("")},
-		{"huge name", lock.ErrInvalid, tryLock(strings.Repeat("x", lock.MaxNameLen+1))},
+		{"huge name", lock.ErrInvalid, tryLock(strings.Repeat("x", 8<<10+1))},
 		{"binary name", lock.ErrInvalid, tryLock("lock\xff\xfe")},
 		{"empty name IsLocked", lock.ErrInvalid, run(func(c *lock.Client) error { _, err := c.Mutex("").IsLocked(bg()); return err })},
 		{"empty name ForceUnlock", lock.ErrInvalid, run(func(c *lock.Client) error { _, err := c.Mutex("").ForceUnlock(bg()); return err })},
@@ -129,12 +130,10 @@ func TestBadInput(t *testing.T) {
 			_, err := c.Mutex("bad").IsLocked(bg())
 			return err
 		}},
-		{"Watch after Close", lock.ErrClosed, func(t *testing.T) error {
-			c := client(t)
-			must(t, c.Close(bg()))
-			_, err := c.Mutex("bad").Watch(bg())
+		{"a multilock option given to a Mutex", lock.ErrInvalid, run(func(c *lock.Client) error {
+			_, err := c.Mutex("bad").TryLock(bg(), multilock.PerMasterTimeout(time.Second))
 			return err
-		}},
+		})},
 		{"HoldCount without an owner", lock.ErrNotHeld, run(func(c *lock.Client) error {
 			h, err := c.Mutex("bad").Lock(bg())
 			must(t, err)

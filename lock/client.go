@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlock-go/rlock/internal/slots"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/pubsub"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
@@ -30,7 +31,7 @@ type Client struct {
 	publish string
 	hub     subscriber
 	wd      *watchdog.Registry
-	obs     *Observer
+	obs     *observe.Observer
 
 	done    chan struct{} // closed by Close: waits end with ErrClosed
 	stopBg  context.CancelFunc
@@ -482,7 +483,7 @@ func (c *Client) closeRelease(ctx context.Context, l *ledger, helds []*Held, los
 	res, err := c.sendRelease(ctx, r, lost)
 	if c.obs != nil && c.obs.Release != nil && len(helds) > 0 {
 		h := helds[len(helds)-1]
-		c.obs.Release(ctx, Release{Name: l.name, Addr: c.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,
+		c.obs.Release(ctx, observe.Release{Name: l.name, Addr: c.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,
 			HeldFor: start.Sub(h.at), Duration: time.Since(start), Closed: true, Err: err})
 	}
 	if err != nil {
@@ -582,7 +583,7 @@ func (c *Client) onTick(t watchdog.Tick) {
 	if t.Err != nil {
 		err = masterErr(c.addr, "renew", t.Err)
 	}
-	c.obs.Renew(Renew{
+	c.obs.Renew(observe.Renew{
 		Addr: c.addr, Commands: t.Commands, RoundTrips: t.RoundTrips,
 		Renewed: t.Renewed, Lost: t.Lost, Failed: t.Failed, Duration: t.Duration, Err: err,
 	})

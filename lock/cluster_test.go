@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -170,12 +171,12 @@ func clusterWake(t *testing.T, env *clusterEnv, byRedisson bool) {
 			must(t, h.Unlock(bg()))
 		}
 		must(t, <-got)
-		if r := <-wc.woken; r != lock.WakeMessage {
+		if r := <-wc.woken; r != observe.WakeMessage {
 			t.Fatalf("woken by %v, want a message", r)
 		}
 		waitUnsubscribed(t, func() int64 { return shardNumSub(t, env.nodes[node], ch) }, "after the wait")
 	}
-	if wc.count(lock.WakeTimeout) != 0 || wc.count(lock.WakeReconnect) != 0 {
+	if wc.count(observe.WakeTimeout) != 0 || wc.count(observe.WakeReconnect) != 0 {
 		t.Fatalf("wake-ups %v, want messages only", wc.byReason)
 	}
 }
@@ -239,7 +240,7 @@ func clusterPlain(t *testing.T, env *clusterEnv) {
 		<-wc.waiting
 		must(t, h.Unlock(bg()))
 		must(t, <-got)
-		if r := <-wc.woken; r != lock.WakeMessage {
+		if r := <-wc.woken; r != observe.WakeMessage {
 			t.Fatalf("woken by %v, want a message", r)
 		}
 	}
@@ -297,7 +298,7 @@ func TestShardedPubSubStandalone(t *testing.T) {
 		must(t, helds[i].Unlock(bg()))
 		must(t, <-got)
 	}
-	if wc.count(lock.WakeMessage) != len(names) || wc.count(lock.WakeTimeout) != 0 {
+	if wc.count(observe.WakeMessage) != len(names) || wc.count(observe.WakeTimeout) != 0 {
 		t.Fatalf("wake-ups %v, want %d by message", wc.byReason, len(names))
 	}
 }
@@ -326,7 +327,7 @@ func clusterSubscriptionKilled(t *testing.T, env *clusterEnv) {
 	if k, err := do(t, rc, "CLIENT", "KILL", "TYPE", "pubsub").AsInt64(); err != nil || k != 1 {
 		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want 1", k, err)
 	}
-	if r := <-wc.woken; r != lock.WakeReconnect {
+	if r := <-wc.woken; r != observe.WakeReconnect {
 		t.Fatalf("woken by %s, want reconnect", r)
 	}
 	<-wc.waiting
@@ -346,10 +347,10 @@ func clusterSubscriptionKilled(t *testing.T, env *clusterEnv) {
 	// Once the re-subscription is confirmed the waiter is woken (reason
 	// reconnect) and tries; the release then wakes it by message, unless
 	// that wake-up was still pending and took the message's place.
-	if r := <-wc.woken; r != lock.WakeMessage && r != lock.WakeReconnect {
+	if r := <-wc.woken; r != observe.WakeMessage && r != observe.WakeReconnect {
 		t.Fatalf("woken by %s after the re-subscription, want a message or reconnect", r)
 	}
-	if wc.count(lock.WakeTimeout) != 0 {
+	if wc.count(observe.WakeTimeout) != 0 {
 		t.Fatalf("a waiter slept until the lease ran out: %v", wc.byReason)
 	}
 }

@@ -5,22 +5,25 @@ import (
 	"math"
 	"net"
 	"time"
+
+	"github.com/rlock-go/rlock/observe"
 )
 
 // Defaults, Redisson's where Redisson has one.
 const (
 	DefaultAddr            = "127.0.0.1:6379"
 	DefaultWatchdogTimeout = 30 * time.Second // Redisson's lockWatchdogTimeout
-	DefaultDialTimeout     = 5 * time.Second
-	DefaultCommandTimeout  = 3 * time.Second
 	// MinLease is the shortest lease accepted: below it, a lease is shorter
 	// than a round trip on a loaded network and Redis's own expiry
 	// granularity.
 	MinLease = 50 * time.Millisecond
-	// MinRenewInterval is the shortest RenewInterval accepted.
-	MinRenewInterval = 10 * time.Millisecond
-	// MaxNameLen is the longest lock name accepted, in bytes.
-	MaxNameLen = 8 << 10
+	// defaultDialTimeout and defaultCommandTimeout: see Config.
+	defaultDialTimeout    = 5 * time.Second
+	defaultCommandTimeout = 3 * time.Second
+	// minRenewInterval is the shortest RenewInterval accepted.
+	minRenewInterval = 10 * time.Millisecond
+	// maxNameLen is the longest lock name accepted, in bytes (8 KiB).
+	maxNameLen = 8 << 10
 	// unlockLatchTTL is the least time a request's record (a release's
 	// unlock latch, a settlement's fence) lives: it must outlast every
 	// retry of the request. Redisson deletes a latch once answered; so
@@ -74,7 +77,7 @@ type Config struct {
 	// Lease; the watchdog renews it. Default 30s.
 	WatchdogTimeout time.Duration
 	// RenewInterval is the watchdog's tick. Default WatchdogTimeout/3; it
-	// must be less than WatchdogTimeout.
+	// must be at least 10ms and less than WatchdogTimeout.
 	RenewInterval time.Duration
 	// PubSub chooses PUBLISH/SUBSCRIBE or their sharded forms. Default
 	// PubSubAuto.
@@ -90,7 +93,7 @@ type Config struct {
 	// an embedded miniredis.
 	AlwaysRESP2 bool
 	// Observer receives the lock's events. Default none.
-	Observer *Observer
+	Observer *observe.Observer
 }
 
 // withDefaults fills zero fields and validates the rest.
@@ -142,11 +145,11 @@ func (c *Config) timing() error {
 	if c.RenewInterval == 0 {
 		c.RenewInterval = c.WatchdogTimeout / 3
 	}
-	if c.RenewInterval < MinRenewInterval || c.RenewInterval >= c.WatchdogTimeout {
-		return invalidf("RenewInterval %v must be at least %v and less than WatchdogTimeout %v", c.RenewInterval, MinRenewInterval, c.WatchdogTimeout)
+	if c.RenewInterval < minRenewInterval || c.RenewInterval >= c.WatchdogTimeout {
+		return invalidf("RenewInterval %v must be at least %v and less than WatchdogTimeout %v", c.RenewInterval, minRenewInterval, c.WatchdogTimeout)
 	}
 	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
+		c.DialTimeout = defaultDialTimeout
 	}
 	if c.DialTimeout < 0 || c.CommandTimeout < 0 {
 		return invalidf("negative timeout")
@@ -154,7 +157,7 @@ func (c *Config) timing() error {
 	if c.CommandTimeout == 0 {
 		// A renewal sent at a tick must be answered before the lease
 		// it extends runs out.
-		c.CommandTimeout = min(DefaultCommandTimeout, (c.WatchdogTimeout-c.RenewInterval)/2)
+		c.CommandTimeout = min(defaultCommandTimeout, (c.WatchdogTimeout-c.RenewInterval)/2)
 	}
 	if c.CommandTimeout+c.RenewInterval >= c.WatchdogTimeout {
 		return invalidf("CommandTimeout %v + RenewInterval %v must be less than WatchdogTimeout %v: a renewal could be answered after the lease it extends ran out",

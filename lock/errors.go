@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlock-go/rlock/internal/oneline"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -27,9 +28,6 @@ var (
 	// (a *LostError says where and why), and is returned by that Held's
 	// Unlock.
 	ErrLockLost = errors.New("rlock: lock lost")
-	// ErrQuorum is returned by package multilock when too few masters
-	// granted the lock in time.
-	ErrQuorum = errors.New("rlock: quorum not reached")
 	// ErrClosed is returned by every call on a closed Client, and is the
 	// cause of the contexts of locks still held when it closed.
 	ErrClosed = errors.New("rlock: client closed")
@@ -151,32 +149,14 @@ var (
 	wrapf   = oneline.Wrapf
 )
 
-// LossKind classifies a loss, for LostError.Kind.
-type LossKind string
-
-// Kinds of loss.
-const (
-	// LossNotHeld: Redis said the lock was no longer ours (the key
-	// expired, was deleted or flushed, or another holder had it).
-	LossNotHeld LossKind = "not_held"
-	// LossLeaseExpired: an explicit Lease ran out.
-	LossLeaseExpired LossKind = "lease_expired"
-	// LossRenewFailed: renewals failed until the lease must have run out.
-	LossRenewFailed LossKind = "renew_failed"
-	// LossForceUnlocked: ForceUnlock by this Client.
-	LossForceUnlocked LossKind = "force_unlocked"
-	// LossQuorum: a multi-master lock kept fewer masters than its quorum.
-	LossQuorum LossKind = "quorum_lost"
-)
-
 // LostError is the cause of a Held's context when the lock was lost.
 // errors.Is(err, ErrLockLost) holds for it.
 type LostError struct {
-	Name   string   // the lock name
-	Addr   string   // the master where it was lost
-	Kind   LossKind // what kind of loss
-	Reason string   // what showed the loss, in words
-	Err    error    // the error behind it, if any (failed renewals)
+	Name   string           // the lock name
+	Addr   string           // the master where it was lost
+	Kind   observe.LossKind // what kind of loss
+	Reason string           // what showed the loss, in words
+	Err    error            // the error behind it, if any (failed renewals)
 }
 
 func (e *LostError) Error() string {

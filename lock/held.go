@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -174,7 +175,7 @@ func (h *Held) Unlock(ctx context.Context) error {
 	start := time.Now()
 	released, err := c.unlock(ctx, h)
 	if c.obs != nil && c.obs.Release != nil {
-		c.obs.Release(ctx, Release{Name: h.l.name, Addr: c.at(h.l.name), Owner: h.owner, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
+		c.obs.Release(ctx, observe.Release{Name: h.l.name, Addr: c.at(h.l.name), Owner: h.owner, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
 	}
 	return err
 }
@@ -299,11 +300,11 @@ func (c *Client) released(ctx context.Context, l *ledger, h *Held, res reentrant
 		l.count = 0
 		c.kickQueue(l.name)
 		if c.endHeld(l, h, nil) > 0 {
-			c.loseAll(l, LossNotHeld, "Redis released the lock while this owner had other holds of it")
+			c.loseAll(l, observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
 		}
 	default:
 		l.count = 0
-		c.loseAll(l, LossNotHeld, "release found the lock no longer held")
+		c.loseAll(l, observe.LossNotHeld, "release found the lock no longer held")
 	}
 }
 

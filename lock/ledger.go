@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
 )
@@ -143,7 +144,7 @@ func (c *Client) settle(ctx context.Context, l *ledger, stop ...<-chan struct{})
 		u.release.late = u.release.late || !u.release.done
 		u.release.mu.Unlock()
 		if c.endHeld(l, u.release, nil) > 0 && out.Release == reentrant.Released {
-			c.loseAll(l, LossNotHeld, "Redis released the lock while this owner had other holds of it")
+			c.loseAll(l, observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
 		}
 	}
 	c.reconcile(l, out.Count)
@@ -152,7 +153,7 @@ func (c *Client) settle(ctx context.Context, l *ledger, stop ...<-chan struct{})
 			// Its latch may have expired: "not run" cannot be told from
 			// "ran, and its record is gone". Releasing again could take a
 			// hold twice; report the loss instead.
-			c.loseAll(l, LossNotHeld, "the outcome of a release is unknown: its record expired before it could be settled")
+			c.loseAll(l, observe.LossNotHeld, "the outcome of a release is unknown: its record expired before it could be settled")
 			return nil
 		}
 		// The release never ran: its Unlock failed, and the hold is
@@ -200,25 +201,25 @@ func (c *Client) reconcile(l *ledger, count int) {
 	n := len(l.helds)
 	c.mu.Unlock()
 	if count < n {
-		c.loseAll(l, LossNotHeld, "Redis holds fewer holds of this owner than it has")
+		c.loseAll(l, observe.LossNotHeld, "Redis holds fewer holds of this owner than it has")
 	}
 }
 
 // loseAll ends every live Held of l with a LostError and stops tracking.
-func (c *Client) loseAll(l *ledger, kind LossKind, reason string) {
+func (c *Client) loseAll(l *ledger, kind observe.LossKind, reason string) {
 	c.mu.Lock()
 	e := l.entry
 	c.mu.Unlock()
-	if e == nil || !c.wd.Lose(e, string(kind), reason) {
+	if e == nil || !c.wd.Lose(e, kind, reason) {
 		// Not tracked (or already judged): end what is left directly.
-		c.onLost(l, e, &watchdog.LossError{Name: l.name, Kind: string(kind), Reason: reason})
+		c.onLost(l, e, &watchdog.LossError{Name: l.name, Kind: kind, Reason: reason})
 	}
 }
 
 // onLost ends every live Held of l's entry e with a LostError: the
 // watchdog's report, or loseAll's.
 func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
-	lost := &LostError{Name: l.name, Addr: c.at(l.name), Kind: LossKind(le.Kind), Reason: le.Reason}
+	lost := &LostError{Name: l.name, Addr: c.at(l.name), Kind: le.Kind, Reason: le.Reason}
 	if le.Err != nil {
 		lost.Err = masterErr(c.errAt(l.name), "renew", le.Err)
 	}
@@ -238,7 +239,7 @@ func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
 		h.finish(lost)
 	}
 	if c.obs != nil && c.obs.Loss != nil && len(helds) > 0 {
-		c.obs.Loss(helds[0].ctx, Loss{Name: l.name, Addr: c.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Err: lost})
+		c.obs.Loss(helds[0].ctx, observe.Loss{Name: l.name, Addr: c.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
 	}
 }
 

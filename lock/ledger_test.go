@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -283,7 +284,7 @@ func TestLossSignalledBeforeTheKeyExpires(t *testing.T) {
 	<-h.Done()
 	at := time.Now()
 	var lost *lock.LostError
-	if !errors.As(context.Cause(h.Context()), &lost) || lost.Kind != lock.LossLeaseExpired {
+	if !errors.As(context.Cause(h.Context()), &lost) || lost.Kind != observe.LossLeaseExpired {
 		t.Fatalf("cause %v, want a lease_expired LostError", context.Cause(h.Context()))
 	}
 	if end := h.AcquiredAt().Add(lease); !at.Before(end) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -124,7 +125,7 @@ func TestExplicitLease(t *testing.T) {
 	must(t, err)
 	<-h.Done()
 	var lost *lock.LostError
-	if !errors.As(context.Cause(h.Context()), &lost) || !errors.Is(lost, lock.ErrLockLost) || lost.Kind != lock.LossLeaseExpired {
+	if !errors.As(context.Cause(h.Context()), &lost) || !errors.Is(lost, lock.ErrLockLost) || lost.Kind != observe.LossLeaseExpired {
 		t.Fatalf("cause = %v, want a *LostError", context.Cause(h.Context()))
 	}
 	if err := h.Unlock(bg()); !errors.Is(err, lock.ErrLockLost) {
@@ -145,7 +146,7 @@ func TestForceUnlock(t *testing.T) {
 	}
 	<-h.Done()
 	var lost *lock.LostError
-	if !errors.As(context.Cause(h.Context()), &lost) || lost.Kind != lock.LossForceUnlocked {
+	if !errors.As(context.Cause(h.Context()), &lost) || lost.Kind != observe.LossForceUnlocked {
 		t.Fatalf("cause = %v, want a force-unlock loss", context.Cause(h.Context()))
 	}
 	if exists(t, rc, n) {
@@ -174,7 +175,7 @@ func TestCloseReleasesWhatIsHeld(t *testing.T) {
 	// A waiter in flight ends with ErrClosed.
 	waiting := make(chan struct{}, 1)
 	waitErr := make(chan error, 1)
-	wc := newClient(t, lock.Config{Observer: &lock.Observer{Waiting: func(context.Context, lock.Waiting) {
+	wc := newClient(t, lock.Config{Observer: &observe.Observer{Waiting: func(context.Context, observe.Waiting) {
 		select {
 		case waiting <- struct{}{}:
 		default:

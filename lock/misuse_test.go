@@ -67,7 +67,6 @@ func TestNilAndZeroValues(t *testing.T) {
 	callAll(t, "zero Client's Mutex", zeroClient.Mutex("x"))
 	callAll(t, "(*Held)(nil)", (*lock.Held)(nil))
 	callAll(t, "&Held{}", &lock.Held{})
-	callAll(t, "(*Watch)(nil)", (*lock.Watch)(nil))
 
 	// A failed TryLock's Held: Unlock and Context are safe.
 	c := newClient(t, lock.Config{})

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/rlock-go/rlock/internal/line"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/pubsub"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
@@ -25,15 +27,15 @@ type Mutex struct {
 
 // Mutex returns the lock called name. The name is Redisson's lock name
 // as is: a Java service's redisson.getLock(name) is the same lock. A bad
-// name (empty, longer than MaxNameLen, not UTF-8) is reported by every
+// name (empty, longer than 8 KiB, not UTF-8) is reported by every
 // method of the Mutex as ErrInvalid.
 func (c *Client) Mutex(name string) *Mutex {
 	m := &Mutex{c: c, name: name}
 	switch {
 	case name == "":
 		m.err = invalidf("empty lock name")
-	case len(name) > MaxNameLen:
-		m.err = invalidf("lock name of %d bytes, more than %d", len(name), MaxNameLen)
+	case len(name) > maxNameLen:
+		m.err = invalidf("lock name of %d bytes, more than %d", len(name), maxNameLen)
 	case !utf8.ValidString(name):
 		m.err = invalidf("lock name is not UTF-8")
 	}
@@ -48,7 +50,8 @@ func (m *Mutex) Name() string {
 	return m.name
 }
 
-// Option modifies one Lock or TryLock call.
+// Option modifies one Lock or TryLock call, of a Mutex or of a
+// multilock.Lock (which adds options of its own).
 type Option func(*options) error
 
 type options struct {
@@ -56,6 +59,9 @@ type options struct {
 	hasWait bool
 	lease   time.Duration
 	fenced  bool
+	// ext holds the settings of package multilock's options (through
+	// internal/bridge); a Mutex refuses them.
+	ext any
 }
 
 // Wait makes TryLock wait up to d for the lock (default 0: one attempt).
@@ -136,6 +142,15 @@ func parseOptions(blocking bool, opts []Option) (options, error) {
 	return o, nil
 }
 
+// lockOptions is parseOptions for a Mutex: it refuses multilock's options.
+func lockOptions(blocking bool, opts []Option) (options, error) {
+	o, err := parseOptions(blocking, opts)
+	if err == nil && o.ext != nil {
+		err = invalidf("an option of package multilock given to a Mutex")
+	}
+	return o, err
+}
+
 // acquisition is one Lock or TryLock call in progress.
 type acquisition struct {
 	m        *Mutex
@@ -147,15 +162,15 @@ type acquisition struct {
 	o        options
 	blocking bool
 	start    time.Time
-	deadline time.Time  // TryLock's; zero for Lock
-	end      AcquireEnd // the Observer's account, filled as it goes
+	deadline time.Time          // TryLock's; zero for Lock
+	end      observe.AcquireEnd // the Observer's account, filled as it goes
 }
 
 func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held *Held, err error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	o, err := parseOptions(blocking, opts)
+	o, err := lockOptions(blocking, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +188,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 		a.deadline = a.start.Add(o.wait)
 	}
 	if c.obs != nil && c.obs.AcquireStart != nil {
-		if x := c.obs.AcquireStart(ctx, AcquireStart{Name: m.name, Addr: c.at(m.name), Owner: owner, Blocking: blocking, Wait: o.wait, Lease: o.lease}); x != nil {
+		if x := c.obs.AcquireStart(ctx, observe.AcquireStart{Name: m.name, Addr: c.at(m.name), Owner: owner, Blocking: blocking, Wait: o.wait, Lease: o.lease}); x != nil {
 			a.octx = x
 		}
 	}
@@ -197,7 +212,7 @@ func (a *acquisition) observeEnd(held *Held, err error) {
 // waiting reports a wait to the Observer.
 func (a *acquisition) waiting(ttl time.Duration, err error) {
 	if a.c.obs != nil && a.c.obs.Waiting != nil {
-		a.c.obs.Waiting(a.octx, Waiting{Name: a.m.name, Addr: a.c.at(a.m.name), TTL: ttl, Err: err})
+		a.c.obs.Waiting(a.octx, observe.Waiting{Name: a.m.name, Addr: a.c.at(a.m.name), TTL: ttl, Err: err})
 	}
 }
 
@@ -285,7 +300,7 @@ func (a *acquisition) waitBusy(q *queue, ttl time.Duration, subscribed *bool) (*
 		return nil, a.subscribe(q, left)
 	}
 	w, reason, err := a.sleep(q, ttl, left)
-	if err != nil || (reason != WakeMessage && reason != WakeReconnect) {
+	if err != nil || (reason != observe.WakeMessage && reason != observe.WakeReconnect) {
 		return nil, err
 	}
 	return w, nil
@@ -299,7 +314,7 @@ func (a *acquisition) retryAfter(err error, outage **backoff.ExponentialBackOff)
 		return err
 	}
 	a.waiting(d, err)
-	if _, _, err := a.m.sleep(a.octx, a.ctx, nil, nil, d, WakeRetry); err != nil {
+	if _, _, err := a.m.sleep(a.octx, a.ctx, nil, nil, d, observe.WakeRetry); err != nil {
 		return err
 	}
 	return nil
@@ -331,7 +346,7 @@ func (a *acquisition) subscribe(q *queue, left time.Duration) error {
 
 // sleep waits for a wake-up on the queue's subscription, at most the
 // holder's TTL and the time left. It returns the subscription slept on.
-func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, WakeReason, error) {
+func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, observe.WakeReason, error) {
 	c := a.c
 	sctx, cancel := context.WithTimeout(a.ctx, min(left, c.cfg.CommandTimeout))
 	w := c.subscription(sctx, q) // nil: sleep on the lease alone, slower but never wrong
@@ -345,7 +360,7 @@ func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, 
 	}
 	sleep = min(sleep, left)
 	a.waiting(ttl, nil)
-	slept, reason, err := a.m.sleep(a.octx, a.ctx, w, q.kick, sleep, WakeTimeout)
+	slept, reason, err := a.m.sleep(a.octx, a.ctx, w, q.kick, sleep, observe.WakeTimeout)
 	a.end.Waited += slept
 	return w, reason, err
 }
@@ -360,9 +375,9 @@ func (c *Client) holds(l *ledger) bool {
 
 // awaitHead waits until mb heads its queue, ctx ends, the Client closes
 // or the deadline (if any) passes.
-func (m *Mutex) awaitHead(ctx context.Context, mb *member, deadline time.Time, ttl time.Duration) error {
+func (m *Mutex) awaitHead(ctx context.Context, mb *line.Member, deadline time.Time, ttl time.Duration) error {
 	select {
-	case <-mb.head:
+	case <-mb.Head():
 		return nil
 	default:
 	}
@@ -373,7 +388,7 @@ func (m *Mutex) awaitHead(ctx context.Context, mb *member, deadline time.Time, t
 		timeout = t.C
 	}
 	select {
-	case <-mb.head:
+	case <-mb.Head():
 		return nil
 	case <-ctx.Done():
 		return join(ErrNotAcquired, context.Cause(ctx))
@@ -443,7 +458,7 @@ func (e *ConflictError) Unwrap() error { return ErrNotAcquired }
 
 // sleep waits for a wake-up (an unlock message, or a release by this
 // Client: kick), the timeout, ctx or Close.
-func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, kick <-chan struct{}, d time.Duration, onTimer WakeReason) (time.Duration, WakeReason, error) {
+func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, kick <-chan struct{}, d time.Duration, onTimer observe.WakeReason) (time.Duration, observe.WakeReason, error) {
 	c := m.c
 	var wake <-chan pubsub.Reason
 	if w != nil {
@@ -452,15 +467,15 @@ func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, kick <-chan s
 	start := time.Now()
 	t := time.NewTimer(d)
 	defer t.Stop()
-	var reason WakeReason
+	var reason observe.WakeReason
 	select {
 	case r := <-wake:
-		reason = WakeMessage
+		reason = observe.WakeMessage
 		if r == pubsub.Reconnect {
-			reason = WakeReconnect
+			reason = observe.WakeReconnect
 		}
 	case <-kick:
-		reason = WakeRelease
+		reason = observe.WakeRelease
 	case <-t.C:
 		reason = onTimer
 	case <-ctx.Done():
@@ -470,7 +485,7 @@ func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, kick <-chan s
 	}
 	slept := time.Since(start)
 	if c.obs != nil && c.obs.WakeUp != nil {
-		c.obs.WakeUp(octx, WakeUp{Name: m.name, Addr: c.at(m.name), Reason: reason, Slept: slept})
+		c.obs.WakeUp(octx, observe.WakeUp{Name: m.name, Addr: c.at(m.name), Reason: reason, Slept: slept})
 	}
 	return slept, reason, nil
 }

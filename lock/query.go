@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -112,7 +113,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	c.mu.Unlock()
 	for _, l := range lost {
-		c.loseAll(l, LossForceUnlocked, "force-unlocked by this client")
+		c.loseAll(l, observe.LossForceUnlocked, "force-unlocked by this client")
 	}
 	return deleted, nil
 }

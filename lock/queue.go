@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/rlock-go/rlock/internal/line"
 	"github.com/rlock-go/rlock/pubsub"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -18,7 +19,7 @@ import (
 // and makes an attempt at once, so a wake-up the old head took with it is
 // never lost.
 //
-// Ownership: members, sub and subErr are guarded by mu; users by
+// Ownership: line and sub are guarded by mu; users by
 // Client.mu. The subscription is opened by a head and closed by the last
 // member to leave.
 type queue struct {
@@ -26,18 +27,13 @@ type queue struct {
 	users int // guarded by Client.mu
 	kick  chan struct{}
 
-	mu      sync.Mutex
-	members []*member
-	sub     *pubsub.Waiter
-}
-
-// member is one waiting call.
-type member struct {
-	head chan struct{} // closed when the member becomes the head
+	mu   sync.Mutex
+	line line.Line
+	sub  *pubsub.Waiter
 }
 
 // joinQueue returns name's queue with the caller as its last member.
-func (c *Client) joinQueue(name string) (*queue, *member) {
+func (c *Client) joinQueue(name string) (*queue, *line.Member) {
 	c.mu.Lock()
 	q := c.queues[name]
 	if q == nil {
@@ -46,31 +42,18 @@ func (c *Client) joinQueue(name string) (*queue, *member) {
 	}
 	q.users++
 	c.mu.Unlock()
-	mb := &member{head: make(chan struct{})}
 	q.mu.Lock()
-	q.members = append(q.members, mb)
-	if len(q.members) == 1 {
-		close(mb.head)
-	}
+	mb := q.line.Join()
 	q.mu.Unlock()
 	return q, mb
 }
 
 // leaveQueue removes mb; the next member becomes head. The last member
 // out closes the subscription, off the caller's path.
-func (c *Client) leaveQueue(q *queue, mb *member) {
+func (c *Client) leaveQueue(q *queue, mb *line.Member) {
 	q.mu.Lock()
-	for i, x := range q.members {
-		if x == mb {
-			q.members = append(q.members[:i:i], q.members[i+1:]...)
-			if i == 0 && len(q.members) > 0 {
-				close(q.members[0].head)
-			}
-			break
-		}
-	}
 	var sub *pubsub.Waiter
-	if len(q.members) == 0 {
+	if q.line.Leave(mb) {
 		sub, q.sub = q.sub, nil
 	}
 	q.mu.Unlock()

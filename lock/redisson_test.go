@@ -159,8 +159,9 @@ func TestUnlockLatchAnswersRetries(t *testing.T) {
 	n := name(t)
 	field := reentrant.Field(reentrant.NewClientID(), 7)
 	for i := 0; i < 2; i++ {
-		a, err := reentrant.Acquire(bg(), rc, n, field, 30*time.Second)
-		if err != nil || !a.Acquired {
+		req := reentrant.AcquireRequest{Name: n, Field: field, Lease: 30 * time.Second, Known: i, RequestID: reentrant.NewRequestID()}
+		a, err := req.Run(bg(), rc)
+		if err != nil || a.Status != reentrant.Acquired {
 			t.Fatalf("acquire %d: %+v, %v", i, a, err)
 		}
 	}
@@ -174,7 +175,7 @@ func TestUnlockLatchAnswersRetries(t *testing.T) {
 	if got := hgetInt(t, rc, n, field); got != 1 {
 		t.Fatalf("hold count after a retried release = %d, want 1", got)
 	}
-	must(t, r.DeleteLatch(bg(), rc))
+	must(t, rc.Do(bg(), rc.B().Del().Key(reentrant.LatchName(r.Name, r.RequestID)).Build()).Error())
 	r.RequestID = reentrant.NewRequestID()
 	if res, err := r.Run(bg(), rc); err != nil || res != reentrant.Released {
 		t.Fatalf("last release = %v, %v; want released", res, err)

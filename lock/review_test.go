@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -110,7 +111,7 @@ func TestReviewCloseWithAStrayIsBounded(t *testing.T) {
 func TestReviewCloseIsNotReportedAsALoss(t *testing.T) {
 	srv := integrationRedis(t)
 	var losses atomic.Int32
-	obs := &lock.Observer{Loss: func(context.Context, lock.Loss) { losses.Add(1) }}
+	obs := &observe.Observer{Loss: func(context.Context, observe.Loss) { losses.Add(1) }}
 	bad, rounds := 0, 10
 	for round := 0; round < rounds; round++ {
 		c, err := lock.New(bg(), lock.Config{Addrs: []string{srv.Addr()}, WatchdogTimeout: 300 * time.Millisecond, RenewInterval: 10 * time.Millisecond, CommandTimeout: 200 * time.Millisecond, Observer: obs})

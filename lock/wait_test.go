@@ -11,24 +11,25 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // wakeCounter is an Observer that counts waits and wake-ups by reason.
 type wakeCounter struct {
 	waiting  chan struct{}
 	mu       sync.Mutex
-	byReason map[lock.WakeReason]int
-	woken    chan lock.WakeReason
+	byReason map[observe.WakeReason]int
+	woken    chan observe.WakeReason
 }
 
 func newWakeCounter() *wakeCounter {
-	return &wakeCounter{waiting: make(chan struct{}, 1024), byReason: map[lock.WakeReason]int{}, woken: make(chan lock.WakeReason, 1024)}
+	return &wakeCounter{waiting: make(chan struct{}, 1024), byReason: map[observe.WakeReason]int{}, woken: make(chan observe.WakeReason, 1024)}
 }
 
-func (w *wakeCounter) observer() *lock.Observer {
-	return &lock.Observer{
-		Waiting: func(context.Context, lock.Waiting) { w.waiting <- struct{}{} },
-		WakeUp: func(_ context.Context, e lock.WakeUp) {
+func (w *wakeCounter) observer() *observe.Observer {
+	return &observe.Observer{
+		Waiting: func(context.Context, observe.Waiting) { w.waiting <- struct{}{} },
+		WakeUp: func(_ context.Context, e observe.WakeUp) {
 			w.mu.Lock()
 			w.byReason[e.Reason]++
 			w.mu.Unlock()
@@ -37,7 +38,7 @@ func (w *wakeCounter) observer() *lock.Observer {
 	}
 }
 
-func (w *wakeCounter) count(r lock.WakeReason) int {
+func (w *wakeCounter) count(r observe.WakeReason) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.byReason[r]
@@ -104,7 +105,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 			<-wc.waiting
 			release(t, h, holder, n)
 			must(t, <-got)
-			if wc.count(lock.WakeMessage) != 1 || wc.count(lock.WakeTimeout) != 0 {
+			if wc.count(observe.WakeMessage) != 1 || wc.count(observe.WakeTimeout) != 0 {
 				t.Fatalf("wake-ups %v, want exactly one by message", wc.byReason)
 			}
 		})
@@ -131,7 +132,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 			t.Fatalf("stand-in unlock = %d, %v", v, err)
 		}
 		must(t, <-got)
-		if wc.count(lock.WakeMessage) != 1 {
+		if wc.count(observe.WakeMessage) != 1 {
 			t.Fatalf("wake-ups %v, want one by message", wc.byReason)
 		}
 	})
@@ -146,7 +147,7 @@ func TestOneProcessQueuesItsWaiters(t *testing.T) {
 	wc := newWakeCounter()
 	var attempts atomic.Int64
 	obs := wc.observer()
-	obs.AcquireEnd = func(ctx context.Context, e lock.AcquireEnd) { attempts.Add(int64(e.Attempts)) }
+	obs.AcquireEnd = func(ctx context.Context, e observe.AcquireEnd) { attempts.Add(int64(e.Attempts)) }
 	c := newClient(t, lock.Config{Observer: obs})
 	rc := raw(t)
 	n := name(t)
@@ -177,8 +178,8 @@ func TestOneProcessQueuesItsWaiters(t *testing.T) {
 	for i := 0; i < waiters; i++ {
 		must(t, <-errs)
 	}
-	if wc.count(lock.WakeTimeout) != 0 || overlaps.Load() != 0 {
-		t.Fatalf("timeouts %d, overlaps %d; want 0, 0", wc.count(lock.WakeTimeout), overlaps.Load())
+	if wc.count(observe.WakeTimeout) != 0 || overlaps.Load() != 0 {
+		t.Fatalf("timeouts %d, overlaps %d; want 0, 0", wc.count(observe.WakeTimeout), overlaps.Load())
 	}
 	// One contender at a time: the head's first attempt, its attempt
 	// after subscribing, and one after each wake-up.
@@ -214,7 +215,7 @@ func TestSubscriptionKilledDoesNotStrandWaiters(t *testing.T) {
 	if k, err := do(t, rc, "CLIENT", "KILL", "TYPE", "pubsub").AsInt64(); err != nil || k != 1 {
 		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want 1", k, err)
 	}
-	if r := <-wc.woken; r != lock.WakeReconnect {
+	if r := <-wc.woken; r != observe.WakeReconnect {
 		t.Fatalf("head woken by %s, want reconnect", r)
 	}
 	// The head tried again and went back to sleep; wait until the
@@ -234,7 +235,7 @@ func TestSubscriptionKilledDoesNotStrandWaiters(t *testing.T) {
 	for i := 0; i < waiters; i++ {
 		must(t, <-errs)
 	}
-	if wc.count(lock.WakeTimeout) != 0 {
+	if wc.count(observe.WakeTimeout) != 0 {
 		t.Fatalf("a waiter slept until the lease ran out: %v", wc.byReason)
 	}
 }

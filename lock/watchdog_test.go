@@ -12,12 +12,13 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // ticks returns an Observer whose Renew events arrive on the channel.
-func ticks() (*lock.Observer, chan lock.Renew) {
-	ch := make(chan lock.Renew, 1024)
-	return &lock.Observer{Renew: func(e lock.Renew) { ch <- e }}, ch
+func ticks() (*observe.Observer, chan observe.Renew) {
+	ch := make(chan observe.Renew, 1024)
+	return &observe.Observer{Renew: func(e observe.Renew) { ch <- e }}, ch
 }
 
 const (
@@ -59,7 +60,7 @@ func TestWatchdogKeepsLockAliveForManyLeases(t *testing.T) {
 type lossCase struct {
 	name   string
 	reason string // a word of the LostError's reason
-	kind   lock.LossKind
+	kind   observe.LossKind
 	fault  func(t *testing.T, env *lossEnv)
 	heal   func(t *testing.T, env *lossEnv)
 }
@@ -72,13 +73,13 @@ type lossEnv struct {
 
 func TestWatchdogReportsLoss(t *testing.T) {
 	cases := []lossCase{
-		{name: "DEL", reason: "no longer held", kind: lock.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
+		{name: "DEL", reason: "no longer held", kind: observe.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
 			do(t, raw(t, e.srv), "DEL", e.name)
 		}},
-		{name: "FLUSHALL", reason: "no longer held", kind: lock.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
+		{name: "FLUSHALL", reason: "no longer held", kind: observe.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
 			do(t, raw(t, e.srv), "FLUSHALL")
 		}},
-		{name: "Redisson takes over after a force unlock", reason: "no longer held", kind: lock.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
+		{name: "Redisson takes over after a force unlock", reason: "no longer held", kind: observe.LossNotHeld, fault: func(t *testing.T, e *lossEnv) {
 			rc := raw(t, e.srv)
 			do(t, rc, "EVAL", "if redis.call('del', KEYS[1]) == 1 then redis.call('publish', KEYS[2], ARGV[1]); return 1 end return 0",
 				"2", e.name, "redisson_lock__channel:{"+e.name+"}", "0")
@@ -86,7 +87,7 @@ func TestWatchdogReportsLoss(t *testing.T) {
 				t.Fatal("the Redisson stand-in could not take the lock")
 			}
 		}},
-		{name: "server paused longer than the lease", reason: "lease ran out", kind: lock.LossRenewFailed, fault: func(t *testing.T, e *lossEnv) {
+		{name: "server paused longer than the lease", reason: "lease ran out", kind: observe.LossRenewFailed, fault: func(t *testing.T, e *lossEnv) {
 			must(t, e.srv.Pause(bg()))
 		}, heal: func(t *testing.T, e *lossEnv) {
 			must(t, e.srv.Resume(bg()))

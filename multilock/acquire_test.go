@@ -9,6 +9,7 @@ import (
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // pause stops servers (SIGSTOP) and resumes them when the test ends, if
@@ -43,7 +44,7 @@ func TestRedLockAcquiredWithTwoMastersPaused(t *testing.T) {
 	l := multilock.NewRedLock(mutexes(cs, n)...)
 	resume := pause(t, servers[3], servers[4])
 
-	h, err := l.TryLock(bg(t), multilock.Wait(5*time.Second))
+	h, err := l.TryLock(bg(t), lock.Wait(5*time.Second))
 	if err != nil {
 		t.Fatalf("TryLock with 3 of 5 masters up: %v", err)
 	}
@@ -67,12 +68,12 @@ func TestRedLockQuorumErrorWithThreeMastersPaused(t *testing.T) {
 	l := multilock.NewRedLock(mutexes(cs, n)...)
 	resume := pause(t, servers[0], servers[2], servers[4])
 
-	h, err := l.TryLock(bg(t), multilock.Wait(time.Second), multilock.Lease(5*time.Second))
+	h, err := l.TryLock(bg(t), lock.Wait(time.Second), lock.Lease(5*time.Second))
 	if err == nil {
 		h.Unlock(bg(t))
 		t.Fatal("TryLock acquired with 2 of 5 masters up")
 	}
-	if !errors.Is(err, lock.ErrQuorum) || !errors.Is(err, lock.ErrNotAcquired) {
+	if !errors.Is(err, multilock.ErrQuorum) || !errors.Is(err, lock.ErrNotAcquired) {
 		t.Errorf("error %v: want ErrQuorum and ErrNotAcquired", err)
 	}
 	var qe *multilock.QuorumError
@@ -106,11 +107,11 @@ func TestPartialAcquisitionReleasedOnAllMasters(t *testing.T) {
 	}
 	cs := clients(t, servers, lock.Config{})
 	l := multilock.NewRedLock(mutexes(cs, n)...)
-	var rounds []multilock.Round
-	obs := &multilock.Observer{Round: func(_ context.Context, e multilock.Round) { rounds = append(rounds, e) }}
+	var rounds []observe.Round
+	obs := &observe.Observer{Round: func(_ context.Context, e observe.Round) { rounds = append(rounds, e) }}
 
 	_, err := l.TryLock(bg(t), multilock.Observe(obs))
-	if !errors.Is(err, lock.ErrQuorum) {
+	if !errors.Is(err, multilock.ErrQuorum) {
 		t.Fatalf("TryLock against a holder of 3 of 5: %v, want ErrQuorum", err)
 	}
 	if len(rounds) != 1 || rounds[0].Granted != 2 || rounds[0].Refused != 3 {
@@ -135,9 +136,9 @@ func TestValidityRunOut(t *testing.T) {
 	// The round waits the whole per-master timeout for the paused master,
 	// so elapsed >= 100ms, and validity = 400ms - elapsed - 300ms <= 0
 	// although a quorum granted.
-	var rounds []multilock.Round
-	obs := &multilock.Observer{Round: func(_ context.Context, e multilock.Round) { rounds = append(rounds, e) }}
-	_, err := l.TryLock(bg(t), multilock.Lease(400*time.Millisecond), multilock.Drift(0, 300*time.Millisecond),
+	var rounds []observe.Round
+	obs := &observe.Observer{Round: func(_ context.Context, e observe.Round) { rounds = append(rounds, e) }}
+	_, err := l.TryLock(bg(t), lock.Lease(400*time.Millisecond), multilock.Drift(0, 300*time.Millisecond),
 		multilock.PerMasterTimeout(100*time.Millisecond), multilock.Observe(obs))
 	var qe *multilock.QuorumError
 	if !errors.As(err, &qe) || qe.Granted < 3 || qe.Validity > 0 {
@@ -174,8 +175,8 @@ func TestMultiLockNeedsEveryMaster(t *testing.T) {
 	if ml.Quorum() != 3 {
 		t.Errorf("MultiLock quorum %d, want 3", ml.Quorum())
 	}
-	_, err = ml.TryLock(bg(t), multilock.Wait(300*time.Millisecond))
-	if !errors.Is(err, lock.ErrQuorum) || !errors.Is(err, lock.ErrUnavailable) {
+	_, err = ml.TryLock(bg(t), lock.Wait(300*time.Millisecond))
+	if !errors.Is(err, multilock.ErrQuorum) || !errors.Is(err, lock.ErrUnavailable) {
 		t.Errorf("MultiLock with a master down: %v, want ErrQuorum and ErrUnavailable", err)
 	}
 	// The same masters suffice for a RedLock.
@@ -201,7 +202,7 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 	other := clients(t, shared, lock.Config{})
 	l := multilock.NewRedLock(mutexes(other, n)...)
 	ctx, cancel := context.WithCancel(bg(t))
-	obs := &multilock.Observer{Round: func(_ context.Context, e multilock.Round) {
+	obs := &observe.Observer{Round: func(_ context.Context, e observe.Round) {
 		if e.Attempt == 2 { // subscribed and failed again: it sleeps now
 			cancel()
 		}
@@ -229,7 +230,7 @@ func TestClosedClients(t *testing.T) {
 		}
 	}
 	_, err := l.Lock(bg(t)) // would wait forever if closed Clients were retried
-	if !errors.Is(err, lock.ErrClosed) || !errors.Is(err, lock.ErrQuorum) {
+	if !errors.Is(err, lock.ErrClosed) || !errors.Is(err, multilock.ErrQuorum) {
 		t.Errorf("Lock with 2 of 3 Clients closed: %v, want ErrClosed and ErrQuorum", err)
 	}
 }
@@ -262,16 +263,16 @@ func TestBadInput(t *testing.T) {
 		call func() error
 	}{
 		{"nil context", func() error { _, err := l.Lock(nil); return err }}, //nolint:staticcheck
-		{"Wait on Lock", func() error { _, err := l.Lock(bg(t), multilock.Wait(time.Second)); return err }},
-		{"negative wait", func() error { _, err := l.TryLock(bg(t), multilock.Wait(-1)); return err }},
-		{"short lease", func() error { _, err := l.TryLock(bg(t), multilock.Lease(time.Millisecond)); return err }},
+		{"Wait on Lock", func() error { _, err := l.Lock(bg(t), lock.Wait(time.Second)); return err }},
+		{"negative wait", func() error { _, err := l.TryLock(bg(t), lock.Wait(-1)); return err }},
+		{"short lease", func() error { _, err := l.TryLock(bg(t), lock.Lease(time.Millisecond)); return err }},
 		{"timeout over lease", func() error {
-			_, err := l.TryLock(bg(t), multilock.Lease(time.Second), multilock.PerMasterTimeout(time.Second))
+			_, err := l.TryLock(bg(t), lock.Lease(time.Second), multilock.PerMasterTimeout(time.Second))
 			return err
 		}},
 		{"drift", func() error { _, err := l.TryLock(bg(t), multilock.Drift(1.5, 0)); return err }},
 		{"drift over lease", func() error {
-			_, err := l.TryLock(bg(t), multilock.Lease(time.Second), multilock.Drift(0, time.Second))
+			_, err := l.TryLock(bg(t), lock.Lease(time.Second), multilock.Drift(0, time.Second))
 			return err
 		}},
 		{"nil option", func() error { _, err := l.TryLock(bg(t), nil); return err }},

@@ -77,10 +77,10 @@ func BenchmarkRedLockAcquireRelease(b *testing.B) {
 }
 
 func BenchmarkRedLockFencedAcquireRelease(b *testing.B) {
-	benchRedLock(b, multilock.Fenced())
+	benchRedLock(b, lock.Fenced())
 }
 
-func benchRedLock(b *testing.B, opts ...multilock.Option) {
+func benchRedLock(b *testing.B, opts ...lock.Option) {
 	l := multilock.NewRedLock(benchMutexes(b, shared, name(b))...)
 	ctx := context.Background()
 	for b.Loop() {

@@ -14,6 +14,12 @@
 //	h, err := l.Lock(ctx)
 //	defer h.Unlock(context.Background())
 //
+// Lock and TryLock take lock's options (lock.Lease, lock.Wait,
+// lock.Fenced), which mean for the whole lock what they mean for one
+// Mutex, and this package's own: Drift, PerMasterTimeout and Observe. A
+// Mutex refuses the latter with lock.ErrInvalid. Events go to an
+// observe.Observer, as a Client's do.
+//
 // On each master the lock is Redisson's RLock, so a Java service using
 // Redisson's RedissonRedLock or RedissonMultiLock on the same names and
 // masters excludes and wakes Go services and the reverse.
@@ -28,7 +34,7 @@
 // that granted — and an answer that comes after the round decided is
 // given back by its own goroutine, and an acquire whose reply was lost is
 // undone by package lock — then the call sleeps (see below) and tries
-// again, until TryLock's Wait or the context runs out: ErrQuorum.
+// again, until TryLock's lock.Wait or the context runs out: ErrQuorum.
 //
 // # Holding
 //
@@ -47,7 +53,7 @@
 // Clients, whatever *Lock they call) wait in a local FIFO queue: only its
 // head runs rounds, so the process sends one contender per name, and a
 // release by the process lets the next waiter try at once. Re-entries and
-// TryLock without Wait do not queue.
+// TryLock without lock.Wait do not queue.
 //
 // Waiters do not poll a held lock: while holders of other owners keep the
 // quorum out of reach, the head sleeps until enough of the masters that
@@ -59,7 +65,7 @@
 //
 // # Fencing
 //
-// With the Fenced option Held.Fence returns a token that strictly
+// With the lock.Fenced option Held.Fence returns a token that strictly
 // increases across acquisitions of the name, written back to the masters
 // before Lock returns. Held.Fence says what it protects and what not;
 // docs/safety.md states the algorithm's assumptions (bounded clock drift;

@@ -83,7 +83,7 @@ func ExampleLock_TryLock() {
 	// Another owner (a context without the holder's owner) cannot have it.
 	_, err = l.TryLock(ctx)
 	var qe *multilock.QuorumError
-	fmt.Println(errors.Is(err, lock.ErrQuorum), errors.Is(err, lock.ErrNotAcquired), errors.As(err, &qe))
+	fmt.Println(errors.Is(err, multilock.ErrQuorum), errors.Is(err, lock.ErrNotAcquired), errors.As(err, &qe))
 	if qe != nil {
 		fmt.Printf("%d of %d masters granted, %d needed\n", qe.Granted, qe.Masters, qe.Needed)
 	}
@@ -103,7 +103,7 @@ func ExampleHeld_Fence() {
 
 	var last uint64
 	for range 3 {
-		h, err := l.Lock(ctx, multilock.Fenced())
+		h, err := l.Lock(ctx, lock.Fenced())
 		if err != nil {
 			fmt.Println(err)
 			return

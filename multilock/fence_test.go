@@ -19,7 +19,7 @@ func TestFenceIncreasesAcrossClientsAndRestart(t *testing.T) {
 	var last uint64
 	take := func(l *multilock.Lock, what string) {
 		t.Helper()
-		h, err := l.Lock(bg(t), multilock.Fenced())
+		h, err := l.Lock(bg(t), lock.Fenced())
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -27,7 +27,7 @@ func TestFenceIncreasesAcrossClientsAndRestart(t *testing.T) {
 			t.Errorf("%s: token %d after %d", what, f, last)
 		}
 		last = h.Fence()
-		inner, err := l.Lock(h.Context(), multilock.Fenced())
+		inner, err := l.Lock(h.Context(), lock.Fenced())
 		if err != nil {
 			t.Fatalf("%s: re-entry: %v", what, err)
 		}
@@ -77,7 +77,7 @@ func TestFenceRaisesLaggingCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := multilock.NewRedLock(mutexes(cs, n)...)
-	h, err := l.TryLock(bg(t), multilock.Fenced())
+	h, err := l.TryLock(bg(t), lock.Fenced())
 	if err != nil {
 		t.Fatal(err)
 	}

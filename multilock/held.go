@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/watchdog"
 )
 
@@ -82,7 +83,7 @@ func (h *Held) validityEnded() {
 	h.mu.Lock()
 	var lost *lock.LostError
 	if h.lost == nil && !h.unlocking && !h.unlocked {
-		h.lost = &lock.LostError{Name: h.l.ms[0].Name(), Addr: strings.Join(h.l.addrs, ","), Kind: lock.LossLeaseExpired,
+		h.lost = &lock.LostError{Name: h.l.ms[0].Name(), Addr: strings.Join(h.l.addrs, ","), Kind: observe.LossLeaseExpired,
 			Reason: fmt.Sprintf("validity of %v ran out", h.validity)}
 		lost = h.lost
 	}
@@ -139,7 +140,7 @@ func (h *Held) lostError() *lock.LostError {
 	return &lock.LostError{
 		Name: strings.Join(names, ","),
 		Addr: strings.Join(addrs, ","),
-		Kind: lock.LossQuorum,
+		Kind: observe.LossQuorum,
 		Reason: fmt.Sprintf("%s held on %d of %d masters, %d needed",
 			h.l.kind, h.alive, len(h.l.ms), h.l.quorum),
 		Err: oneline.Join(causes...),

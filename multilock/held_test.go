@@ -13,6 +13,7 @@ import (
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -97,8 +98,8 @@ func newLossRecorder() *lossRecorder {
 	return &lossRecorder{seen: map[string]bool{}, ch: make(chan string, 16)}
 }
 
-func (r *lossRecorder) observer() *lock.Observer {
-	return &lock.Observer{Loss: func(_ context.Context, e lock.Loss) { r.ch <- e.Addr }}
+func (r *lossRecorder) observer() *observe.Observer {
+	return &observe.Observer{Loss: func(_ context.Context, e observe.Loss) { r.ch <- e.Addr }}
 }
 
 func (r *lossRecorder) wait(t *testing.T, addr string) {

@@ -11,6 +11,7 @@ import (
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestFreshOwnerPerRoundWhateverTheCtxCarries(t *testing.T) {
 	var mu sync.Mutex
 	owners := map[uint64]bool{}
-	obs := &lock.Observer{AcquireStart: func(ctx context.Context, e lock.AcquireStart) context.Context {
+	obs := &observe.Observer{AcquireStart: func(ctx context.Context, e observe.AcquireStart) context.Context {
 		mu.Lock()
 		owners[e.Owner] = true
 		mu.Unlock()
@@ -54,7 +55,7 @@ func TestFreshOwnerPerRoundWhateverTheCtxCarries(t *testing.T) {
 		clear(owners)
 		mu.Unlock()
 		l := multilock.NewRedLock(cs[0].Mutex(n), cs[1].Mutex(n), watched[0].Mutex(n))
-		if _, err := l.TryLock(tc.ctx, multilock.Wait(400*time.Millisecond)); !errors.Is(err, lock.ErrNotAcquired) {
+		if _, err := l.TryLock(tc.ctx, lock.Wait(400*time.Millisecond)); !errors.Is(err, lock.ErrNotAcquired) {
 			t.Fatalf("%s: TryLock = %v, want no quorum", tc.what, err)
 		}
 		mu.Lock()
@@ -97,7 +98,7 @@ func TestExplicitLeaseEndsAtValidity(t *testing.T) {
 	cs := clients(t, shared[:3], lock.Config{})
 	lease := 2 * time.Second
 	l := multilock.NewRedLock(mutexes(cs, name(t))...)
-	h, err := l.Lock(bg(t), multilock.Lease(lease))
+	h, err := l.Lock(bg(t), lock.Lease(lease))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestFenceQuorumCountsGrantingMastersOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := multilock.NewRedLock(mutexes(cs, n)...)
-	h, err := l.TryLock(bg(t), multilock.Fenced())
+	h, err := l.TryLock(bg(t), lock.Fenced())
 	if err == nil {
 		_ = h.Unlock(bg(t))
 		t.Fatalf("acquired with token %d known on master 1 and on master 2, which did not grant", h.Fence())

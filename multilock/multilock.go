@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/rlock-go/rlock/internal/bridge"
+	"github.com/rlock-go/rlock/internal/line"
 	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
+
+// ErrQuorum is returned (in a *QuorumError) when too few masters granted
+// the lock in time; it comes with lock.ErrNotAcquired.
+var ErrQuorum = errors.New("rlock: quorum not reached")
 
 // Lock is one lock over several independent Redis masters, made of one
 // lock.Mutex per master: a cheap description, safe for concurrent use.
@@ -72,8 +77,8 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 			l.err = invalidf("%s: mutex %d is nil or has no Client", kind, i)
 			return l
 		}
-		if n := m.Name(); n == "" || len(n) > lock.MaxNameLen || !utf8.ValidString(n) {
-			l.err = invalidf("%s: mutex %d has a bad name %.40q", kind, i, n)
+		if err := bridge.MutexErr(m); err != nil {
+			l.err = oneline.Wrapf(err, "%s: mutex %d", kind, i)
 			return l
 		}
 		if j, dup := seen[c]; dup {
@@ -82,7 +87,7 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 		}
 		seen[c] = i
 		l.addrs[i] = c.Addr()
-		if wd := c.WatchdogTimeout(); l.watchdogLease == 0 || wd < l.watchdogLease {
+		if wd := bridge.WatchdogTimeout(c); l.watchdogLease == 0 || wd < l.watchdogLease {
 			l.watchdogLease = wd
 		}
 	}
@@ -114,7 +119,7 @@ func (l *Lock) Masters() int {
 // May return ErrQuorum (a *QuorumError, also matching ErrNotAcquired, joined
 // with ctx's error), ErrClosed (too many masters' Clients closed),
 // ErrInvalid.
-func (l *Lock) Lock(ctx context.Context, opts ...Option) (*Held, error) {
+func (l *Lock) Lock(ctx context.Context, opts ...lock.Option) (*Held, error) {
 	return l.acquire(ctx, true, opts)
 }
 
@@ -123,7 +128,7 @@ func (l *Lock) Lock(ctx context.Context, opts ...Option) (*Held, error) {
 //
 // May return ErrQuorum (a *QuorumError, also matching ErrNotAcquired),
 // ErrClosed, ErrInvalid.
-func (l *Lock) TryLock(ctx context.Context, opts ...Option) (*Held, error) {
+func (l *Lock) TryLock(ctx context.Context, opts ...lock.Option) (*Held, error) {
 	return l.acquire(ctx, false, opts)
 }
 
@@ -156,7 +161,7 @@ func (l *Lock) check(ctx context.Context) error {
 // process's other waiters for the lock and runs rounds only as the head
 // (queue.go); between rounds it sleeps on the masters' unlock channels
 // (wait.go).
-func (l *Lock) acquire(ctx context.Context, blocking bool, opts []Option) (held *Held, err error) {
+func (l *Lock) acquire(ctx context.Context, blocking bool, opts []lock.Option) (held *Held, err error) {
 	if err := l.check(ctx); err != nil {
 		return nil, err
 	}
@@ -209,8 +214,8 @@ type acquirer struct {
 	deadline time.Time        // TryLock's: the end of its wait
 	expired  <-chan time.Time // fires at deadline
 
-	e  *entry  // the local queue, unless the call does not queue
-	mb *member // the call's place in it
+	e  *entry       // the local queue, unless the call does not queue
+	mb *line.Member // the call's place in it
 
 	ws     *watches // the queue's subscription, or the call's own
 	out    outcome  // the last failed round's
@@ -221,7 +226,7 @@ type acquirer struct {
 	kick  <-chan struct{}
 	bo    *backoff.ExponentialBackOff // after a round the quorum was in reach of
 	split *backoff.ExponentialBackOff // after rounds that collided with other contenders
-	woken lock.WakeReason             // what ended the last sleep
+	woken observe.WakeReason          // what ended the last sleep
 }
 
 // run is acquire's loop: the call's turn in the queue, a round, and the
@@ -269,9 +274,9 @@ func (a *acquirer) turn() error {
 		return err
 	}
 	if waited {
-		a.woken = lock.WakeRelease
+		a.woken = observe.WakeRelease
 		if a.o.obs != nil && a.o.obs.WakeUp != nil {
-			a.o.obs.WakeUp(a.ctx, WakeUp{Reason: lock.WakeRelease, Slept: time.Since(start)})
+			a.o.obs.WakeUp(a.ctx, observe.WakeUp{Reason: observe.WakeRelease, Slept: time.Since(start)})
 		}
 	}
 	if a.ws == nil {
@@ -340,7 +345,7 @@ func (a *acquirer) wait(left time.Duration) error {
 	// split vote) nobody did; the next wake-up then waits a random,
 	// growing delay first, so that contenders woken together do not
 	// collide again.
-	collided := a.out.busy(a.l) && a.out.granted > 0 && a.woken == lock.WakeMessage
+	collided := a.out.busy(a.l) && a.out.granted > 0 && a.woken == observe.WakeMessage
 	if !collided {
 		a.split = nil
 	}
@@ -349,7 +354,7 @@ func (a *acquirer) wait(left time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if collided && a.woken == lock.WakeMessage {
+	if collided && a.woken == observe.WakeMessage {
 		if a.split == nil {
 			a.split = newBackOff()
 		}
@@ -370,15 +375,15 @@ func (a *acquirer) plan(left time.Duration) sleep {
 		// listened to.
 		s.listen = l.canonical(out.refusers)
 		s.need = max(out.refused-(len(l.ms)-l.quorum), 1)
-		s.d, s.reason = a.ws.leasesEnd(l, out, s.need), lock.WakeTimeout
+		s.d, s.reason = a.ws.leasesEnd(l, out, s.need), observe.WakeTimeout
 	} else {
 		if a.bo == nil {
 			a.bo = newBackOff()
 		}
-		s.d, s.reason = a.bo.NextBackOff(), WakeDelay
+		s.d, s.reason = a.bo.NextBackOff(), observe.WakeDelay
 	}
 	if s.d >= left {
-		s.d, s.reason = left, WakeDelay
+		s.d, s.reason = left, observe.WakeDelay
 	}
 	s.kick = a.kick
 	return s
@@ -421,7 +426,7 @@ func (l *Lock) canonical(is []int) []int {
 
 // QuorumError is returned by Lock and TryLock when too few masters
 // granted the lock within its validity before the wait or the context
-// ended. It matches lock.ErrQuorum and lock.ErrNotAcquired, and each
+// ended. It matches ErrQuorum and lock.ErrNotAcquired, and each
 // master's error of the last round (lock.ErrUnavailable, lock.ErrClosed,
 // ...).
 type QuorumError struct {
@@ -449,7 +454,7 @@ func (e *QuorumError) Error() string {
 
 // Unwrap returns ErrQuorum, ErrNotAcquired and the masters' errors.
 func (e *QuorumError) Unwrap() []error {
-	return append([]error{lock.ErrQuorum, lock.ErrNotAcquired}, e.Errs...)
+	return append([]error{ErrQuorum, lock.ErrNotAcquired}, e.Errs...)
 }
 
 // onMaster wraps err in a *lock.MasterError naming the i-th master,

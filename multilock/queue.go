@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock-go/rlock/internal/line"
 	"github.com/rlock-go/rlock/lock"
 )
 
@@ -35,7 +36,7 @@ import (
 // member becomes head and runs a round at once: a wake-up the old head
 // took with it is not lost. A wake-up it took and no answered round used
 // is also passed to another waiter of that master's channel on that
-// Client (lock.Watch.Pass): a plain lock's waiter there may need it.
+// Client (pubsub.Waiter.Pass): a plain lock's waiter there may need it.
 //
 // A re-entry (the call's owner holds the lock on some master) and a
 // TryLock without Wait do not queue: the first holds the lock already,
@@ -58,17 +59,12 @@ type entry struct {
 	key  string
 	refs int // members and live acquisitions
 
-	mu      sync.Mutex
-	members []*member
-	ws      *watches      // the queue's subscription, opened by a head
-	holds   int           // live acquisitions of this process
-	freed   chan struct{} // while holds > 0: closed when it falls to 0
-	kick    chan struct{} // a local release, for a sleeping head (buffer 1)
-}
-
-// member is one queued call.
-type member struct {
-	head chan struct{} // closed when the member becomes the head
+	mu    sync.Mutex
+	line  line.Line
+	ws    *watches      // the queue's subscription, opened by a head
+	holds int           // live acquisitions of this process
+	freed chan struct{} // while holds > 0: closed when it falls to 0
+	kick  chan struct{} // a local release, for a sleeping head (buffer 1)
 }
 
 // keyOf computes the registry key of the Lock's masters and their
@@ -121,33 +117,20 @@ func (e *entry) unref() {
 }
 
 // join queues the caller last.
-func (l *Lock) join() (*entry, *member) {
+func (l *Lock) join() (*entry, *line.Member) {
 	e := l.ref()
-	mb := &member{head: make(chan struct{})}
 	e.mu.Lock()
-	e.members = append(e.members, mb)
-	if len(e.members) == 1 {
-		close(mb.head)
-	}
+	mb := e.line.Join()
 	e.mu.Unlock()
 	return e, mb
 }
 
 // leave removes mb; the next member becomes head. The last member out
 // closes the subscription.
-func (e *entry) leave(mb *member) {
+func (e *entry) leave(mb *line.Member) {
 	e.mu.Lock()
-	for i, x := range e.members {
-		if x == mb {
-			e.members = append(e.members[:i:i], e.members[i+1:]...)
-			if i == 0 && len(e.members) > 0 {
-				close(e.members[0].head)
-			}
-			break
-		}
-	}
 	var ws *watches
-	if len(e.members) == 0 {
+	if e.line.Leave(mb) {
 		ws, e.ws = e.ws, nil
 	}
 	e.mu.Unlock()
@@ -162,12 +145,12 @@ var errWaitOver = errors.New("wait over")
 // holds the lock. It reports whether it waited for such an acquisition
 // to end, and returns ctx's error, or errWaitOver when expired fires
 // first.
-func (e *entry) turn(ctx context.Context, mb *member, expired <-chan time.Time) (bool, error) {
+func (e *entry) turn(ctx context.Context, mb *line.Member, expired <-chan time.Time) (bool, error) {
 	select {
-	case <-mb.head:
+	case <-mb.Head():
 	default:
 		select {
-		case <-mb.head:
+		case <-mb.Head():
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-expired:

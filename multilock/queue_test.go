@@ -10,17 +10,18 @@ import (
 
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
-// attempts counts a Client's acquire attempts (lock.Observer
+// attempts counts a Client's acquire attempts (observe.Observer
 // AcquireStart) and how many were in flight at once.
 type attempts struct {
 	n, inFlight, maxInFlight atomic.Int64
 }
 
-func (a *attempts) observer() *lock.Observer {
-	return &lock.Observer{
-		AcquireStart: func(ctx context.Context, _ lock.AcquireStart) context.Context {
+func (a *attempts) observer() *observe.Observer {
+	return &observe.Observer{
+		AcquireStart: func(ctx context.Context, _ observe.AcquireStart) context.Context {
 			a.n.Add(1)
 			now := a.inFlight.Add(1)
 			for {
@@ -31,7 +32,7 @@ func (a *attempts) observer() *lock.Observer {
 			}
 			return ctx
 		},
-		AcquireEnd: func(context.Context, lock.AcquireEnd) { a.inFlight.Add(-1) },
+		AcquireEnd: func(context.Context, observe.AcquireEnd) { a.inFlight.Add(-1) },
 	}
 }
 
@@ -88,20 +89,20 @@ func TestRedLockWaitersSleepWhileQuorumOutOfReach(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, w := range ws {
-		obs := &multilock.Observer{WakeUp: func(_ context.Context, e multilock.WakeUp) {
+		obs := &observe.Observer{WakeUp: func(_ context.Context, e observe.WakeUp) {
 			switch e.Reason {
-			case lock.WakeMessage, lock.WakeReconnect, lock.WakeRelease:
+			case observe.WakeMessage, observe.WakeReconnect, observe.WakeRelease:
 				w.wakes.Add(1)
 			}
 		}}
 		wg.Go(func() {
-			_, w.err = w.l.TryLock(bg(t), multilock.Wait(wait), multilock.Observe(obs))
+			_, w.err = w.l.TryLock(bg(t), lock.Wait(wait), multilock.Observe(obs))
 		})
 	}
 	wg.Wait()
 	for i, w := range ws {
 		multilock.WaitBackground(w.l)
-		if !errors.Is(w.err, lock.ErrQuorum) {
+		if !errors.Is(w.err, multilock.ErrQuorum) {
 			t.Errorf("waiter %d: %v, want ErrQuorum", i, w.err)
 		}
 		r, wakes := rounds(w.as), w.wakes.Load()
@@ -133,7 +134,7 @@ func TestRedLockLocalWaitersQueue(t *testing.T) {
 		holding, overlaps atomic.Int64
 		roundsSeen        atomic.Int64
 	)
-	obs := &multilock.Observer{Round: func(context.Context, multilock.Round) { roundsSeen.Add(1) }}
+	obs := &observe.Observer{Round: func(context.Context, observe.Round) { roundsSeen.Add(1) }}
 	errs := make([]error, workers)
 	ls := make([]*multilock.Lock, workers)
 	var wg sync.WaitGroup
@@ -196,15 +197,15 @@ func TestRedLockLocalReleaseHandsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := multilock.NewRedLock(mutexes(cs, n)...).TryLock(bg(t), multilock.Wait(50*time.Millisecond)); !errors.Is(err, lock.ErrQuorum) {
+	if _, err := multilock.NewRedLock(mutexes(cs, n)...).TryLock(bg(t), lock.Wait(50*time.Millisecond)); !errors.Is(err, multilock.ErrQuorum) {
 		t.Fatalf("queued TryLock behind a local holder: %v, want ErrQuorum", err)
 	}
 	if r := rounds(as); r != 1 {
 		t.Errorf("%d rounds, want only the holder's: the waiter had no turn", r)
 	}
-	var wakes []multilock.WakeUp
+	var wakes []observe.WakeUp
 	waiting := make(chan struct{})
-	obs := &multilock.Observer{WakeUp: func(_ context.Context, e multilock.WakeUp) { wakes = append(wakes, e) }}
+	obs := &observe.Observer{WakeUp: func(_ context.Context, e observe.WakeUp) { wakes = append(wakes, e) }}
 	got := make(chan error, 1)
 	go func() {
 		close(waiting)
@@ -222,7 +223,7 @@ func TestRedLockLocalReleaseHandsOver(t *testing.T) {
 		t.Fatalf("waiter: %v", err)
 	}
 	// The waiter may have joined after the Unlock: then it had no wait.
-	if len(wakes) > 1 || len(wakes) == 1 && wakes[0].Reason != lock.WakeRelease {
+	if len(wakes) > 1 || len(wakes) == 1 && wakes[0].Reason != observe.WakeRelease {
 		t.Errorf("wake-ups %+v: want at most one, by the local release", wakes)
 	}
 	if r := rounds(as); r != 2 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // errInFlight is a master's failure in a round when the call's attempt
@@ -208,7 +209,7 @@ func (c *call) observe(ctx context.Context, attempt int, out outcome, elapsed ti
 	if o.obs == nil || o.obs.Round == nil {
 		return
 	}
-	e := Round{Attempt: attempt, Masters: len(l.ms), Needed: l.quorum, Granted: out.granted, Refused: out.refused,
+	e := observe.Round{Attempt: attempt, Masters: len(l.ms), Needed: l.quorum, Granted: out.granted, Refused: out.refused,
 		Elapsed: elapsed, Validity: out.validity, Acquired: ok}
 	if !ok {
 		e.Err = out.quorumError(l, attempt)

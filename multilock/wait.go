@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/pubsub"
 )
 
@@ -55,7 +57,7 @@ import (
 type watches struct {
 	l      *Lock
 	mu     sync.Mutex
-	ws     []*lock.Watch
+	ws     []*pubsub.Waiter
 	closed bool
 	// ready is set once watch returned; a subscription that succeeds
 	// after that signals late: a release before it went unheard, so the
@@ -77,7 +79,7 @@ const subscribeTimeout = 2 * time.Second
 // closed, and joins the later sleeps when it succeeds.
 func (l *Lock) watch(ctx context.Context, timeout time.Duration) *watches {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &watches{l: l, ws: make([]*lock.Watch, len(l.cms)), late: make(chan struct{}, 1), cancel: cancel}
+	w := &watches{l: l, ws: make([]*pubsub.Waiter, len(l.cms)), late: make(chan struct{}, 1), cancel: cancel}
 	done := make(chan struct{}, len(l.cms))
 	for i, m := range l.cms {
 		l.bg.Add(1)
@@ -113,7 +115,7 @@ func (w *watches) subscribe(ctx context.Context, i int, m *lock.Mutex, first tim
 	bound, delay := first, minRetryDelay
 	for {
 		wctx, cancel := context.WithTimeout(ctx, bound)
-		x, err := m.Watch(wctx)
+		x, err := bridge.Watch(wctx, m)
 		cancel()
 		if done != nil {
 			done <- struct{}{}
@@ -174,13 +176,13 @@ func (w *watches) close() {
 }
 
 // current returns the watches subscribed so far.
-func (w *watches) current() []*lock.Watch {
+func (w *watches) current() []*pubsub.Waiter {
 	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]*lock.Watch(nil), w.ws...)
+	return append([]*pubsub.Waiter(nil), w.ws...)
 }
 
 // drain takes the pending wake-ups before a round, which sees what they
@@ -247,22 +249,22 @@ func (w *watches) leasesEnd(l *Lock, out outcome, need int) time.Duration {
 // sleep is one wait between rounds.
 type sleep struct {
 	d      time.Duration
-	reason lock.WakeReason // what the end of d means
-	listen []int           // the masters (canonical) whose unlock messages count
-	need   int             // how many of them must send one
-	kick   <-chan struct{} // a release by this process
+	reason observe.WakeReason // what the end of d means
+	listen []int              // the masters (canonical) whose unlock messages count
+	need   int                // how many of them must send one
+	kick   <-chan struct{}    // a release by this process
 }
 
 // sleep waits for s: up to s.d, until unlock messages came from s.need
 // distinct masters of s.listen, a reconnect of one of their
 // subscriptions, or a kick. It returns what woke it, and taken with the
 // masters whose wake-ups it took added; ctx's error when ctx ended first.
-func (w *watches) sleep(ctx context.Context, o *options, s sleep, taken []int) (lock.WakeReason, []int, error) {
+func (w *watches) sleep(ctx context.Context, o *options, s sleep, taken []int) (observe.WakeReason, []int, error) {
 	t := time.NewTimer(s.d)
 	defer t.Stop()
 	cases, idx := w.cases(ctx, t, s)
 	start := time.Now()
-	e := WakeUp{Reason: s.reason}
+	e := observe.WakeUp{Reason: s.reason}
 	woken := 0
 wait:
 	for {
@@ -273,10 +275,10 @@ wait:
 		case 1:
 			break wait
 		case 2:
-			e.Reason = lock.WakeRelease
+			e.Reason = observe.WakeRelease
 			break wait
 		case 3: // a subscription landed late: what it missed, a round sees
-			e.Reason = lock.WakeReconnect
+			e.Reason = observe.WakeReconnect
 			break wait
 		}
 		i := idx[chosen-firstMaster]
@@ -289,11 +291,11 @@ wait:
 		}
 		woken++
 		if r, _ := v.Interface().(pubsub.Reason); r == pubsub.Reconnect {
-			e.Reason, e.Addr = lock.WakeReconnect, w.l.caddrs[i]
+			e.Reason, e.Addr = observe.WakeReconnect, w.l.caddrs[i]
 			break
 		}
 		if woken >= s.need {
-			e.Reason = lock.WakeMessage
+			e.Reason = observe.WakeMessage
 			break
 		}
 	}

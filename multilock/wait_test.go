@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 func TestWaiterWakesOnUnlockMessage(t *testing.T) {
@@ -23,12 +24,12 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 
 	var (
 		mu     sync.Mutex
-		rounds []multilock.Round
-		wakes  []multilock.WakeUp
+		rounds []observe.Round
+		wakes  []observe.WakeUp
 	)
 	sleeping := make(chan struct{})
-	obs := &multilock.Observer{
-		Round: func(_ context.Context, e multilock.Round) {
+	obs := &observe.Observer{
+		Round: func(_ context.Context, e observe.Round) {
 			mu.Lock()
 			rounds = append(rounds, e)
 			mu.Unlock()
@@ -36,7 +37,7 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 				close(sleeping) // subscribed, failed again: it goes to sleep
 			}
 		},
-		WakeUp: func(_ context.Context, e multilock.WakeUp) {
+		WakeUp: func(_ context.Context, e observe.WakeUp) {
 			mu.Lock()
 			wakes = append(wakes, e)
 			mu.Unlock()
@@ -48,7 +49,7 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		h, err := l.TryLock(bg(t), multilock.Wait(20*time.Second), multilock.Observe(obs))
+		h, err := l.TryLock(bg(t), lock.Wait(20*time.Second), multilock.Observe(obs))
 		got <- result{h, err}
 	}()
 	<-sleeping
@@ -69,12 +70,12 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 	// and sleep again, until the next message or a short random delay.)
 	// A (re)subscription confirmed while the waiter slept wakes it too
 	// (an extra attempt, so that no release is missed): skip those.
-	first := slices.IndexFunc(wakes, func(w multilock.WakeUp) bool { return w.Reason != lock.WakeReconnect })
-	if first < 0 || wakes[first].Reason != lock.WakeMessage || wakes[first].Addr == "" {
+	first := slices.IndexFunc(wakes, func(w observe.WakeUp) bool { return w.Reason != observe.WakeReconnect })
+	if first < 0 || wakes[first].Reason != observe.WakeMessage || wakes[first].Addr == "" {
 		t.Errorf("wake-ups %+v: want the first but re-subscriptions by an unlock message from a master", wakes)
 	}
 	for _, w := range wakes {
-		if w.Reason == lock.WakeTimeout {
+		if w.Reason == observe.WakeTimeout {
 			t.Errorf("wake-up %+v: the waiter slept until the holder's lease ran out", w)
 		}
 	}

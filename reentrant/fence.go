@@ -13,7 +13,7 @@ import (
 var fenceRaiseSrc string
 
 // FenceRaiseScript raises a fencing counter to at least a given token.
-var FenceRaiseScript = NewScript(fenceRaiseSrc)
+var FenceRaiseScript = newScript(fenceRaiseSrc)
 
 // RaiseFence sets the fencing counter of the lock name,
 // TokenName(name), to max(its value, token) and returns the value it

@@ -24,10 +24,10 @@ const (
 	ShardedPublish = "SPUBLISH"
 )
 
-// PrefixName derives a companion key from a lock name the way Redisson
+// prefixName derives a companion key from a lock name the way Redisson
 // does: "prefix:{name}", or "prefix:name" when the name already holds a
 // '{' (its own hash tag keeps the companion in the lock's cluster slot).
-func PrefixName(prefix, name string) string {
+func prefixName(prefix, name string) string {
 	if strings.Contains(name, "{") {
 		return prefix + ":" + name
 	}
@@ -35,14 +35,14 @@ func PrefixName(prefix, name string) string {
 }
 
 // ChannelName is the pub/sub channel on which a lock's releases are announced.
-func ChannelName(name string) string { return PrefixName("redisson_lock__channel", name) }
+func ChannelName(name string) string { return prefixName("redisson_lock__channel", name) }
 
 // TokenName is the counter key of Redisson's fenced lock for name.
-func TokenName(name string) string { return PrefixName("redisson_lock_token", name) }
+func TokenName(name string) string { return prefixName("redisson_lock_token", name) }
 
 // LatchName is the unlock latch key of one release request.
 func LatchName(name, requestID string) string {
-	return PrefixName("redisson_unlock_latch", name) + ":" + requestID
+	return prefixName("redisson_unlock_latch", name) + ":" + requestID
 }
 
 // NewRequestID returns 32 random lowercase hex characters: one per Unlock

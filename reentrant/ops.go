@@ -25,59 +25,6 @@ func ms(d time.Duration) string {
 	return strconv.FormatInt(m, 10)
 }
 
-// Attempt is the outcome of one acquire attempt.
-type Attempt struct {
-	// Acquired is true when the hold count of the field went up by one.
-	Acquired bool
-	// TTL is the remaining lease of the current holder when not acquired;
-	// negative when the key has no expiry (not written by a lock).
-	TTL time.Duration
-	// Token is the fencing token taken by a fenced acquire (0 otherwise).
-	Token uint64
-}
-
-// Acquire runs the acquire script once: take the lock for field, or add
-// one hold when field already holds it, with the given lease.
-func Acquire(ctx context.Context, c rueidis.Client, name, field string, lease time.Duration) (Attempt, error) {
-	res := AcquireScript.Run(ctx, c, []string{name}, []string{ms(lease), field})
-	return parseAcquire(res)
-}
-
-func parseAcquire(res rueidis.RedisResult) (Attempt, error) {
-	err := res.Error()
-	if rueidis.IsRedisNil(err) {
-		return Attempt{Acquired: true}, nil
-	}
-	if err != nil {
-		return Attempt{}, err
-	}
-	pttl, err := res.AsInt64()
-	if err != nil {
-		return Attempt{}, fmt.Errorf("%w: acquire: %v", ErrUnexpectedReply, err)
-	}
-	return Attempt{TTL: time.Duration(pttl) * time.Millisecond}, nil
-}
-
-// AcquireFenced is Acquire with Redisson's fenced-lock script: every
-// acquisition, re-entry included, INCRs TokenName(name) and returns it.
-func AcquireFenced(ctx context.Context, c rueidis.Client, name, field string, lease time.Duration) (Attempt, error) {
-	res := AcquireFencedScript.Run(ctx, c, []string{name, TokenName(name)}, []string{ms(lease), field})
-	vals, err := res.AsIntSlice()
-	if err != nil {
-		if res.Error() != nil {
-			return Attempt{}, err
-		}
-		return Attempt{}, fmt.Errorf("%w: fenced acquire: %v", ErrUnexpectedReply, err)
-	}
-	if len(vals) != 2 {
-		return Attempt{}, fmt.Errorf("%w: fenced acquire: %d values", ErrUnexpectedReply, len(vals))
-	}
-	if vals[0] == -1 {
-		return Attempt{Acquired: true, Token: uint64(vals[1])}, nil
-	}
-	return Attempt{TTL: time.Duration(vals[0]) * time.Millisecond}, nil
-}
-
 // ReleaseResult is the outcome of a release.
 type ReleaseResult int
 
@@ -144,11 +91,6 @@ func (r Release) Run(ctx context.Context, c rueidis.Client) (ReleaseResult, erro
 		return Fenced, nil
 	}
 	return NotHeld, fmt.Errorf("%w: release returned %d", ErrUnexpectedReply, v)
-}
-
-// DeleteLatch removes the request's latch once its answer is known.
-func (r Release) DeleteLatch(ctx context.Context, c rueidis.Client) error {
-	return c.Do(ctx, c.B().Del().Key(LatchName(r.Name, r.RequestID)).Build()).Error()
 }
 
 // ForceUnlock deletes the lock whoever holds it and, when there was one,

@@ -33,7 +33,7 @@ func TestNames(t *testing.T) {
 		{reentrant.ChannelName("user:{7}:cart"), "redisson_lock__channel:user:{7}:cart"},
 		{reentrant.TokenName("a"), "redisson_lock_token:{a}"},
 		{reentrant.LatchName("a", "00ff"), "redisson_unlock_latch:{a}:00ff"},
-		{reentrant.PrefixName("p", "x{y}"), "p:x{y}"},
+		{reentrant.TokenName("x{y}"), "redisson_lock_token:x{y}"},
 		{reentrant.Field("0b4f8c5e-1111-4222-8333-444455556666", 17), "0b4f8c5e-1111-4222-8333-444455556666:17"},
 	}
 	for _, c := range cases {
@@ -56,7 +56,7 @@ func TestNames(t *testing.T) {
 // The SHA1s rlock sends by EVALSHA are the ones Redis computes.
 func TestScriptSHAsMatchRedis(t *testing.T) {
 	rc := client(t)
-	for _, s := range []*reentrant.Script{reentrant.AcquireScript, reentrant.AcquireFencedScript, reentrant.ReleaseScript, reentrant.RenewScript, reentrant.ForceUnlockScript, reentrant.FenceRaiseScript} {
+	for _, s := range []*reentrant.Script{reentrant.AcquireCountedScript, reentrant.SettleScript, reentrant.ReleaseScript, reentrant.RenewScript, reentrant.ForceUnlockScript, reentrant.FenceRaiseScript} {
 		sha, err := rc.Do(bg(), rc.B().ScriptLoad().Script(s.Source()).Build()).ToString()
 		if err != nil || sha != s.SHA1() {
 			t.Fatalf("SCRIPT LOAD = %q, %v; rlock computes %q", sha, err, s.SHA1())
@@ -71,8 +71,8 @@ func TestRunAfterScriptFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := t.Name()
-	a, err := reentrant.Acquire(bg(), rc, name, "f:1", time.Minute)
-	if err != nil || !a.Acquired {
+	a, err := acquire(rc, name, "f:1", time.Minute, 0, false)
+	if err != nil || a.Status != reentrant.Acquired {
 		t.Fatalf("acquire after SCRIPT FLUSH = %+v, %v", a, err)
 	}
 	if n, _ := rc.Do(bg(), rc.B().Hget().Key(name).Field("f:1").Build()).AsInt64(); n != 1 {
@@ -88,14 +88,14 @@ func TestFencedAcquire(t *testing.T) {
 	name := t.Name()
 	var last uint64
 	for i := 0; i < 3; i++ { // re-entries take tokens too
-		a, err := reentrant.AcquireFenced(bg(), rc, name, "f:1", time.Minute)
-		if err != nil || !a.Acquired || a.Token <= last {
+		a, err := acquire(rc, name, "f:1", time.Minute, i, true)
+		if err != nil || a.Status != reentrant.Acquired || a.Token <= last {
 			t.Fatalf("fenced acquire %d = %+v, %v; want a token above %d", i, a, err, last)
 		}
 		last = a.Token
 	}
-	a, err := reentrant.AcquireFenced(bg(), rc, name, "g:1", time.Minute)
-	if err != nil || a.Acquired || a.TTL <= 0 {
+	a, err := acquire(rc, name, "g:1", time.Minute, 0, true)
+	if err != nil || a.Status != reentrant.Busy || a.TTL <= 0 {
 		t.Fatalf("fenced acquire by another field = %+v, %v; want refused with a TTL", a, err)
 	}
 	if v, err := reentrant.RaiseFence(bg(), rc, name, 2); err != nil || v != last {
@@ -118,7 +118,7 @@ func TestRenewBatchesInChunks(t *testing.T) {
 	for i := 0; i < 250; i++ {
 		h := reentrant.Hold{Name: t.Name() + ":" + strconv.Itoa(i), Field: "f:1"}
 		if i%2 == 0 { // half are held by the field, half not at all
-			if _, err := reentrant.Acquire(bg(), rc, h.Name, h.Field, time.Second); err != nil {
+			if _, err := acquire(rc, h.Name, h.Field, time.Second, 0, false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -158,8 +158,14 @@ func TestWrongTypeKey(t *testing.T) {
 	rc := client(t)
 	name := t.Name()
 	rc.Do(bg(), rc.B().Set().Key(name).Value("x").Build())
-	if _, err := reentrant.Acquire(bg(), rc, name, "f:1", time.Minute); err == nil {
+	if _, err := acquire(rc, name, "f:1", time.Minute, 0, false); err == nil {
 		t.Fatal("acquire on a string key succeeded")
 	}
 	rc.Do(bg(), rc.B().Del().Key(name).Build())
+}
+
+// acquire sends one counted acquire request with a fresh request id.
+func acquire(rc rueidis.Client, name, field string, lease time.Duration, known int, fenced bool) (reentrant.AcquireResult, error) {
+	req := reentrant.AcquireRequest{Name: name, Field: field, Lease: lease, Known: known, RequestID: reentrant.NewRequestID(), Fenced: fenced}
+	return req.Run(bg(), rc)
 }

@@ -7,10 +7,10 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// MaxRenewBatch is the most keys one renew command carries (Redisson's
+// maxRenewBatch is the most keys one renew command carries (Redisson's
 // figure). Larger batches are split into several commands, all of which
 // still go out in one DoMulti round trip.
-const MaxRenewBatch = 100
+const maxRenewBatch = 100
 
 // Hold names one lock held by one field, for renewal.
 type Hold struct {
@@ -32,7 +32,7 @@ func (b *RenewBatch) Eval(c rueidis.Client, i int) rueidis.Completed {
 	return RenewScript.Eval(c, b.keys[i], b.args[i])
 }
 
-// BuildRenew splits holds into chunks of at most MaxRenewBatch and builds
+// BuildRenew splits holds into chunks of at most maxRenewBatch and builds
 // one EVALSHA per chunk; in a Redis Cluster it first groups them by slot,
 // since one command may only touch one slot. Send them together with
 // DoMulti: one round trip however many locks are held.
@@ -56,7 +56,7 @@ func BuildRenew(c rueidis.Client, lease time.Duration, holds []Hold) RenewBatch 
 	for _, slot := range order {
 		g := groups[slot]
 		for len(g) > 0 {
-			n := min(len(g), MaxRenewBatch)
+			n := min(len(g), maxRenewBatch)
 			chunk := g[:n]
 			g = g[n:]
 			keys := make([]string, n)

@@ -9,12 +9,6 @@ import (
 	"github.com/redis/rueidis"
 )
 
-//go:embed acquire.lua
-var acquireSrc string
-
-//go:embed acquire_fenced.lua
-var acquireFencedSrc string
-
 //go:embed release.lua
 var releaseSrc string
 
@@ -32,16 +26,14 @@ var forceUnlockSrc string
 
 // The scripts, each run by EVALSHA with an EVAL fallback on NOSCRIPT.
 var (
-	AcquireScript       = NewScript(acquireSrc)
-	AcquireFencedScript = NewScript(acquireFencedSrc)
-	ReleaseScript       = NewScript(releaseSrc)
-	RenewScript         = NewScript(renewSrc)
-	ForceUnlockScript   = NewScript(forceUnlockSrc)
+	ReleaseScript     = newScript(releaseSrc)
+	RenewScript       = newScript(renewSrc)
+	ForceUnlockScript = newScript(forceUnlockSrc)
 	// AcquireCountedScript is rlock's acquire: Redisson's layout, with an
 	// answer that belongs to one request (see AcquireRequest).
-	AcquireCountedScript = NewScript(acquireCountedSrc)
+	AcquireCountedScript = newScript(acquireCountedSrc)
 	// SettleScript settles a request whose answer was lost (see Settle).
-	SettleScript = NewScript(settleSrc)
+	SettleScript = newScript(settleSrc)
 )
 
 // Script is a Lua script with its SHA1, sent by EVALSHA.
@@ -50,8 +42,8 @@ type Script struct {
 	sha string
 }
 
-// NewScript returns the Script for the Lua source src.
-func NewScript(src string) *Script {
+// newScript returns the Script for the Lua source src.
+func newScript(src string) *Script {
 	sum := sha1.Sum([]byte(src))
 	return &Script{src: src, sha: hex.EncodeToString(sum[:])}
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/rlock-go/rlock/observe"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/rlock-go/rlock/lock"
 )
 
 // acquireKey finds the acquire state in the context AcquireStart returns.
@@ -48,7 +47,7 @@ var (
 // acquireStart starts the rlock.acquire span, a child of the caller's.
 // When the span does not record (no SDK, or not sampled), it returns ctx
 // unchanged and the later events of the call record metrics only.
-func (o *observer) acquireStart(ctx context.Context, e lock.AcquireStart) context.Context {
+func (o *observer) acquireStart(ctx context.Context, e observe.AcquireStart) context.Context {
 	sctx, span := o.tracer.Start(ctx, SpanAcquire, internal...)
 	if !span.IsRecording() {
 		return ctx
@@ -78,7 +77,7 @@ func (o *observer) acquireStart(ctx context.Context, e lock.AcquireStart) contex
 // acquireEnd records the acquisition metrics, ends the acquire span and,
 // for a first hold (not a re-entry), starts the rlock.hold span at the
 // same instant.
-func (o *observer) acquireEnd(ctx context.Context, e lock.AcquireEnd) {
+func (o *observer) acquireEnd(ctx context.Context, e observe.AcquireEnd) {
 	m := o.master(e.Addr)
 	o.recordAcquire(ctx, m, e)
 	a := acquireState(ctx)
@@ -122,7 +121,7 @@ func (o *observer) acquireEnd(ctx context.Context, e lock.AcquireEnd) {
 // waiting adds a wait event to the acquire span and starts a rlock.wait
 // span, its child, which the wake-up (or the acquire's end) ends: each
 // sleep of a wait shows in a trace as a span of its own.
-func (o *observer) waiting(ctx context.Context, e lock.Waiting) {
+func (o *observer) waiting(ctx context.Context, e observe.Waiting) {
 	a := acquireState(ctx)
 	if a == nil {
 		return
@@ -155,7 +154,7 @@ func (a *acquireCtx) endWait(attrs ...attribute.KeyValue) {
 }
 
 // wakeUp counts the wake-up and adds an event to the acquire span.
-func (o *observer) wakeUp(ctx context.Context, e lock.WakeUp) {
+func (o *observer) wakeUp(ctx context.Context, e observe.WakeUp) {
 	o.recordWake(ctx, o.master(e.Addr), e.Reason)
 	a := acquireState(ctx)
 	if a == nil {

@@ -14,13 +14,14 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/tracing"
 )
 
 // variant is one way of observing the benchmarked Client.
 type variant struct {
 	name string
-	obs  *lock.Observer
+	obs  *observe.Observer
 }
 
 // variants returns the three ways compared: no Observer, tracing on no-op
@@ -47,7 +48,7 @@ func variants(b *testing.B) (vs [3]variant, reset func()) {
 
 // benchClient returns a Client on srv, straight to redis-server (no
 // fault-injecting proxy in the way), closed when the benchmark ends.
-func benchClient(b *testing.B, srv *integration.Server, obs *lock.Observer) *lock.Client {
+func benchClient(b *testing.B, srv *integration.Server, obs *observe.Observer) *lock.Client {
 	ctx := context.Background()
 	c, err := lock.New(ctx, lock.Config{Addrs: []string{srv.DirectAddr()}, Observer: obs})
 	if err != nil {

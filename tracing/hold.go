@@ -6,11 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlock-go/rlock/observe"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/rlock-go/rlock/lock"
 )
 
 // A hold span covers one holding of a lock: from the acquisition that was
@@ -84,7 +83,7 @@ func (hs *holds) peek(k holdKey) trace.Span {
 // and the hold are siblings under the caller's operation; when that
 // context had no span, the acquire span is the parent instead, to keep
 // both in one trace. Either way the hold links to the acquire span.
-func (o *observer) startHold(a *acquireCtx, m *master, e lock.AcquireEnd, at time.Time) {
+func (o *observer) startHold(a *acquireCtx, m *master, e observe.AcquireEnd, at time.Time) {
 	acq := a.span.SpanContext()
 	parent := a.parent
 	if !parent.IsValid() {
@@ -110,7 +109,7 @@ func (o *observer) startHold(a *acquireCtx, m *master, e lock.AcquireEnd, at tim
 // the Unlock's context has a span or the hold's span records (a release
 // in neither trace would be a lone root span: metrics only). A release
 // that freed the lock ends the hold span.
-func (o *observer) release(ctx context.Context, e lock.Release) {
+func (o *observer) release(ctx context.Context, e observe.Release) {
 	m := o.master(e.Addr)
 	i := releaseOutcome(e)
 	o.releases.Add(ctx, 1, m.release[i]...)
@@ -136,7 +135,7 @@ func (o *observer) release(ctx context.Context, e lock.Release) {
 // releaseSpan records the rlock.release span of e, ending at now. Its
 // parent is the span of the Unlock's context (then it links to the hold)
 // or else the hold span.
-func (o *observer) releaseSpan(ctx context.Context, m *master, e lock.Release, h trace.Span, now time.Time) {
+func (o *observer) releaseSpan(ctx context.Context, m *master, e observe.Release, h trace.Span, now time.Time) {
 	opts := []trace.SpanStartOption{kindInternal, trace.WithTimestamp(now.Add(-e.Duration))}
 	switch {
 	case h == nil:
@@ -166,9 +165,9 @@ func (o *observer) releaseSpan(ctx context.Context, m *master, e lock.Release, h
 
 // loss records a lost lock: the rlock.lock_lost event and an error status
 // on its hold span, which ends there.
-func (o *observer) loss(ctx context.Context, e lock.Loss) {
+func (o *observer) loss(ctx context.Context, e observe.Loss) {
 	m := o.master(e.Addr)
-	r := lossReason(e.Err)
+	r := lossReason(e.Kind)
 	o.losses.Add(ctx, 1, m.loss[r]...)
 	o.held.Add(ctx, -1, m.plain...)
 	h := o.holds.take(holdKey{e.Addr, e.Name, e.Owner})
@@ -191,7 +190,7 @@ func (o *observer) loss(ctx context.Context, e lock.Loss) {
 
 // renew records one watchdog tick on one master: a root rlock.renew span
 // (the tick belongs to no caller's trace) and the renewal counts.
-func (o *observer) renew(e lock.Renew) {
+func (o *observer) renew(e observe.Renew) {
 	m := o.master(e.Addr)
 	now := time.Now()
 	ctx, span := o.tracer.Start(context.Background(), SpanRenew, kindInternal, trace.WithTimestamp(now.Add(-e.Duration)))

@@ -12,6 +12,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/tracing"
 )
 
@@ -177,9 +178,9 @@ func TestNoopAllocations(t *testing.T) {
 	ctx := context.Background()
 	const addr = "127.0.0.1:6379"
 	allocs := testing.AllocsPerRun(1000, func() {
-		octx := obs.AcquireStart(ctx, lock.AcquireStart{Name: "n", Addr: addr, Owner: 1, Blocking: true})
-		obs.AcquireEnd(octx, lock.AcquireEnd{Name: "n", Addr: addr, Acquired: true, Attempts: 1})
-		obs.Release(ctx, lock.Release{Name: "n", Addr: addr, Released: true})
+		octx := obs.AcquireStart(ctx, observe.AcquireStart{Name: "n", Addr: addr, Owner: 1, Blocking: true})
+		obs.AcquireEnd(octx, observe.AcquireEnd{Name: "n", Addr: addr, Acquired: true, Attempts: 1})
+		obs.Release(ctx, observe.Release{Name: "n", Addr: addr, Released: true})
 	})
 	t.Logf("%.0f allocations per acquire and release", allocs)
 	if allocs > 1 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/tracing"
 )
 
@@ -40,7 +41,7 @@ type env struct {
 	spans  *tracetest.SpanRecorder
 	tp     *sdktrace.TracerProvider
 	reader *sdkmetric.ManualReader
-	obs    *lock.Observer
+	obs    *observe.Observer
 	events *events
 }
 
@@ -84,30 +85,30 @@ func (e *env) client(cfg lock.Config) *lock.Client {
 // events receives copies of the events the Observer was given, after it
 // handled them: tests wait on these, never on time.
 type events struct {
-	waiting chan lock.Waiting
-	renew   chan lock.Renew
-	loss    chan lock.Loss
+	waiting chan observe.Waiting
+	renew   chan observe.Renew
+	loss    chan observe.Loss
 }
 
-func tap(o *lock.Observer) (*lock.Observer, *events) {
+func tap(o *observe.Observer) (*observe.Observer, *events) {
 	ev := &events{
-		waiting: make(chan lock.Waiting, 16),
-		renew:   make(chan lock.Renew, 256),
-		loss:    make(chan lock.Loss, 16),
+		waiting: make(chan observe.Waiting, 16),
+		renew:   make(chan observe.Renew, 256),
+		loss:    make(chan observe.Loss, 16),
 	}
 	w := *o
-	w.Waiting = func(ctx context.Context, e lock.Waiting) {
+	w.Waiting = func(ctx context.Context, e observe.Waiting) {
 		o.Waiting(ctx, e)
 		ev.waiting <- e
 	}
-	w.Renew = func(e lock.Renew) {
+	w.Renew = func(e observe.Renew) {
 		o.Renew(e)
 		select {
 		case ev.renew <- e:
 		default:
 		}
 	}
-	w.Loss = func(ctx context.Context, e lock.Loss) {
+	w.Loss = func(ctx context.Context, e observe.Loss) {
 		o.Loss(ctx, e)
 		ev.loss <- e
 	}

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // Metric attribute values. Lock names are never metric attributes: there
@@ -36,7 +38,7 @@ var (
 	renewOutcomes   = [...]string{outcomeRenewed, outcomeLost, outcomeFailed}
 	releaseOutcomes = [...]string{outcomeReleased, outcomeStillHeld, outcomeLost, outcomeNotHeld, outcomeError}
 	lossReasons     = [...]string{reasonNotHeld, reasonLeaseExpired, reasonRenewFailed, reasonOther}
-	wakeReasons     = [...]lock.WakeReason{lock.WakeMessage, lock.WakeReconnect, lock.WakeTimeout}
+	wakeReasons     = [...]observe.WakeReason{observe.WakeMessage, observe.WakeReconnect, observe.WakeTimeout}
 )
 
 // master holds the measurement options of one master address, built once
@@ -84,7 +86,7 @@ func (o *observer) master(addr string) *master {
 	return m.(*master)
 }
 
-func (o *observer) recordAcquire(ctx context.Context, m *master, e lock.AcquireEnd) {
+func (o *observer) recordAcquire(ctx context.Context, m *master, e observe.AcquireEnd) {
 	i := 0 // acquired
 	if e.Err != nil {
 		i = 2
@@ -99,7 +101,7 @@ func (o *observer) recordAcquire(ctx context.Context, m *master, e lock.AcquireE
 	}
 }
 
-func (o *observer) recordRenew(ctx context.Context, m *master, e lock.Renew) {
+func (o *observer) recordRenew(ctx context.Context, m *master, e observe.Renew) {
 	for i, n := range [...]int{e.Renewed, e.Lost, e.Failed} {
 		if n > 0 {
 			o.renewals.Add(ctx, int64(n), m.renew[i]...)
@@ -108,7 +110,7 @@ func (o *observer) recordRenew(ctx context.Context, m *master, e lock.Renew) {
 }
 
 // releaseOutcome returns the index in releaseOutcomes of e's outcome.
-func releaseOutcome(e lock.Release) int {
+func releaseOutcome(e observe.Release) int {
 	switch {
 	case e.Err == nil && e.Released:
 		return 0
@@ -125,22 +127,19 @@ func releaseOutcome(e lock.Release) int {
 // lossReason returns the index in lossReasons of why a lock was lost.
 // lock.LostError.Reason is free text; the classes here are the watchdog's
 // and Unlock's reasons.
-func lossReason(le *lock.LostError) int {
-	if le == nil {
-		return 3
-	}
-	switch le.Kind {
-	case lock.LossNotHeld:
+func lossReason(kind observe.LossKind) int {
+	switch kind {
+	case observe.LossNotHeld:
 		return 0 // the key was gone or another holder had it
-	case lock.LossLeaseExpired:
+	case observe.LossLeaseExpired:
 		return 1 // an explicit Lease ran out
-	case lock.LossRenewFailed:
+	case observe.LossRenewFailed:
 		return 2 // renewals failed until the lease must have run out
 	}
 	return 3
 }
 
-func (o *observer) recordWake(ctx context.Context, m *master, r lock.WakeReason) {
+func (o *observer) recordWake(ctx context.Context, m *master, r observe.WakeReason) {
 	for i, w := range wakeReasons {
 		if w == r {
 			o.wakeups.Add(ctx, 1, m.wake[i]...)
@@ -174,7 +173,7 @@ func errorType(err error) string {
 		return "auth"
 	case errors.Is(err, lock.ErrUnavailable):
 		return "unavailable"
-	case errors.Is(err, lock.ErrQuorum):
+	case errors.Is(err, multilock.ErrQuorum):
 		return "quorum"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"

@@ -4,13 +4,12 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/rlock-go/rlock/observe"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/rlock-go/rlock/lock"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -95,11 +94,11 @@ type observer struct {
 	holds   holds
 }
 
-// New returns a lock.Observer that records spans and metrics with
+// New returns a observe.Observer that records spans and metrics with
 // OpenTelemetry: set it as lock.Config.Observer. One Observer may serve
 // several Clients. Instruments are created here, once; an error creating
 // one is passed to otel.Handle and that instrument does nothing.
-func New(opts ...Option) *lock.Observer {
+func New(opts ...Option) *observe.Observer {
 	var c config
 	for _, opt := range opts {
 		if opt != nil {
@@ -117,7 +116,7 @@ func New(opts ...Option) *lock.Observer {
 	}
 	o.holds.m = map[holdKey][]trace.Span{}
 	o.instruments(c.mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version)))
-	return &lock.Observer{
+	return &observe.Observer{
 		AcquireStart: o.acquireStart,
 		AcquireEnd:   o.acquireEnd,
 		Waiting:      o.waiting,

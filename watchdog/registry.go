@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // Config configures a Registry.
@@ -27,13 +28,8 @@ type Config struct {
 // DefaultRoundTrip is Config.RoundTrip's default.
 const DefaultRoundTrip = 20 * time.Millisecond
 
-// Margin is how long before a lease's end, as measured from the send time
-// of the request that set it, the lease is judged lost: the clock drift
-// allowed between client and server (1% of the lease plus 2ms, as in
-// Redlock) plus one round trip. Another client can be granted the lock
-// only after the lease ran out on the server, so a loss judged Margin
-// early is signalled before that.
-func (c Config) Margin(lease time.Duration) time.Duration {
+// margin is Registry.Margin for this Config.
+func (c Config) margin(lease time.Duration) time.Duration {
 	return lease/100 + 2*time.Millisecond + c.RoundTrip
 }
 
@@ -49,22 +45,10 @@ type Tick struct {
 	RoundTrips int   // round trips sent: 1, more after a NOSCRIPT or a broken connection
 }
 
-// Kinds of loss, for LossError.Kind.
-const (
-	// NotHeld: Redis says the field no longer holds the lock (the key
-	// expired, was deleted, or another holder has it).
-	NotHeld = "not_held"
-	// LeaseExpired: an explicit lease (no renewal) ran out.
-	LeaseExpired = "lease_expired"
-	// RenewFailed: renewals failed (or a release stayed unanswered) until
-	// the lease must have run out.
-	RenewFailed = "renew_failed"
-)
-
 // LossError says why a lock was lost.
 type LossError struct {
 	Name   string
-	Kind   string // NotHeld, LeaseExpired, RenewFailed, or the kind given to Lose
+	Kind   observe.LossKind // LossNotHeld, LossLeaseExpired, LossRenewFailed, or the kind given to Lose
 	Reason string
 	Err    error // the renewal error behind a lease that ran out, if any
 }
@@ -144,7 +128,7 @@ func (r *Registry) Extend(e *Entry, lease time.Duration, sent time.Time) {
 func (r *Registry) extendLocked(e *Entry, lease time.Duration, sent time.Time) {
 	if d := sent.Add(lease); d.After(e.deadline) {
 		e.deadline, e.lease = d, lease
-		e.judge = d.Add(-r.cfg.Margin(lease))
+		e.judge = d.Add(-r.cfg.margin(lease))
 	}
 }
 
@@ -214,7 +198,7 @@ func (r *Registry) removeLocked(e *Entry) bool {
 
 // Lose declares e lost now with the given kind and reason, as a tick
 // would. It reports false when e was already gone.
-func (r *Registry) Lose(e *Entry, kind, reason string) bool {
+func (r *Registry) Lose(e *Entry, kind observe.LossKind, reason string) bool {
 	r.mu.Lock()
 	ok := r.removeLocked(e)
 	r.mu.Unlock()
@@ -224,8 +208,13 @@ func (r *Registry) Lose(e *Entry, kind, reason string) bool {
 	return ok
 }
 
-// Margin is the Registry's Config.Margin.
-func (r *Registry) Margin(lease time.Duration) time.Duration { return r.cfg.Margin(lease) }
+// Margin is how long before a lease's end, as measured from the send time
+// of the request that set it, the lease is judged lost: the clock drift
+// allowed between client and server (1% of the lease plus 2ms, as in
+// Redlock) plus one round trip (Config.RoundTrip). Another client can be
+// granted the lock only after the lease ran out on the server, so a loss
+// judged Margin early is signalled before that.
+func (r *Registry) Margin(lease time.Duration) time.Duration { return r.cfg.margin(lease) }
 
 // Len returns how many locks are tracked.
 func (r *Registry) Len() int {
@@ -317,9 +306,9 @@ func (r *Registry) judgeDue(now time.Time, report bool) (next time.Time, n int) 
 func ranOut(e *Entry) *LossError {
 	switch {
 	case e.busy > 0:
-		return &LossError{Name: e.name, Kind: RenewFailed, Reason: "lease ran out while its release was unanswered", Err: e.lastErr}
+		return &LossError{Name: e.name, Kind: observe.LossRenewFailed, Reason: "lease ran out while its release was unanswered", Err: e.lastErr}
 	case !e.renew:
-		return &LossError{Name: e.name, Kind: LeaseExpired, Reason: "lease of " + e.lease.String() + " ran out"}
+		return &LossError{Name: e.name, Kind: observe.LossLeaseExpired, Reason: "lease of " + e.lease.String() + " ran out"}
 	}
-	return &LossError{Name: e.name, Kind: RenewFailed, Reason: "lease ran out while renewals failed", Err: e.lastErr}
+	return &LossError{Name: e.name, Kind: observe.LossRenewFailed, Reason: "lease ran out while renewals failed", Err: e.lastErr}
 }

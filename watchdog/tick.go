@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -187,7 +188,7 @@ func (r *Registry) apply(tk *Tick, rb reentrant.RenewBatch, i int, res rueidis.R
 		case err == nil:
 			r.removeLocked(e)
 			losses = append(losses, e)
-			why = append(why, &LossError{Name: e.name, Kind: NotHeld, Reason: "renewal found the lock no longer held"})
+			why = append(why, &LossError{Name: e.name, Kind: observe.LossNotHeld, Reason: "renewal found the lock no longer held"})
 		case !now.Before(e.judge):
 			e.lastErr = err
 			r.removeLocked(e)

@@ -36,11 +36,12 @@ func acquire(t testing.TB, rc rueidis.Client, prefix, field string, n int, lease
 	cmds := make([]rueidis.Completed, n)
 	for i := range names {
 		names[i] = prefix + ":" + strconv.Itoa(i)
-		cmds[i] = reentrant.AcquireScript.Eval(rc, []string{names[i]}, []string{strconv.FormatInt(lease.Milliseconds(), 10), field})
+		keys := []string{names[i], reentrant.LatchName(names[i], reentrant.NewRequestID()), reentrant.TokenName(names[i])}
+		cmds[i] = reentrant.AcquireCountedScript.Eval(rc, keys, []string{strconv.FormatInt(lease.Milliseconds(), 10), field, "0", "0"})
 	}
 	for i, res := range rc.DoMulti(context.Background(), cmds...) {
-		if err := res.Error(); !rueidis.IsRedisNil(err) {
-			t.Fatalf("acquire %s: %v (want the nil reply of an acquisition)", names[i], res)
+		if v, err := res.AsIntSlice(); err != nil || len(v) != 3 || v[0] != 1 {
+			t.Fatalf("acquire %s: %v, %v (want {1, 1, 0}: acquired)", names[i], v, err)
 		}
 	}
 	return names

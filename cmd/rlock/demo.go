@@ -15,7 +15,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/rlock-go/rlock/lock"
-	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 const demoUsage = `rlock demo [--workers N] [--rounds N] [--seed S] [--trace stdout]
@@ -54,7 +54,7 @@ type demoOptions struct {
 	seed    uint64
 	trace   string
 
-	observer *lock.Observer // every Client's, from startTracing
+	observer *observe.Observer // every Client's, from startTracing
 }
 
 func newDemoFlags(o *demoOptions) *flag.FlagSet {
@@ -159,13 +159,13 @@ func singleMasterDemo(ctx context.Context, tl *timeline, o demoOptions, st *demo
 
 // countWakeUps returns obs (tracing's, or nil) with its WakeUp also
 // counting the wake-up in st.
-func countWakeUps(obs *lock.Observer, st *demoStats) *lock.Observer {
-	var o lock.Observer
+func countWakeUps(obs *observe.Observer, st *demoStats) *observe.Observer {
+	var o observe.Observer
 	if obs != nil {
 		o = *obs
 	}
 	next := o.WakeUp
-	o.WakeUp = func(ctx context.Context, e lock.WakeUp) {
+	o.WakeUp = func(ctx context.Context, e observe.WakeUp) {
 		st.wakeUp(e.Reason)
 		if next != nil {
 			next(ctx, e)
@@ -267,12 +267,12 @@ type demoStats struct {
 	reentries int
 	badCounts int      // re-entries whose hold count was not 2
 	fences    []uint64 // every token, in the order taken under the lock
-	wakes     map[lock.WakeReason]int
+	wakes     map[observe.WakeReason]int
 	notes     []string // section-specific summary lines
 }
 
 func newDemoStats(workers int) *demoStats {
-	return &demoStats{perWorker: make([]int, workers), wakes: map[lock.WakeReason]int{}}
+	return &demoStats{perWorker: make([]int, workers), wakes: map[observe.WakeReason]int{}}
 }
 
 // enter records an acquisition by worker w with its fence, and returns
@@ -311,7 +311,7 @@ func (s *demoStats) reentered(fence uint64, count int) {
 
 func (s *demoStats) leave() { s.holders.Add(-1) }
 
-func (s *demoStats) wakeUp(r lock.WakeReason) {
+func (s *demoStats) wakeUp(r observe.WakeReason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wakes[r]++
@@ -368,8 +368,8 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 		fmt.Fprintf(w, "  fencing tokens: %d taken, %s (%d to %d)\n", len(s.fences), verdict, s.fences[0], s.fences[len(s.fences)-1])
 	}
 	var wakes []string
-	for _, r := range []lock.WakeReason{lock.WakeMessage, lock.WakeTimeout, lock.WakeReconnect, multilock.WakeDelay} {
-		if n := s.wakes[r]; n > 0 || r != multilock.WakeDelay {
+	for _, r := range []observe.WakeReason{observe.WakeMessage, observe.WakeTimeout, observe.WakeReconnect, observe.WakeDelay} {
+		if n := s.wakes[r]; n > 0 || r != observe.WakeDelay {
 			wakes = append(wakes, fmt.Sprintf("%d by %s", n, r))
 		}
 	}

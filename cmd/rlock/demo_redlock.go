@@ -13,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // The demo's RedLock section: five embedded masters, every worker with a
@@ -67,14 +68,14 @@ func redLockDemo(ctx context.Context, tl *timeline, o demoOptions, st *demoStats
 
 	// Every worker connects before any contends: all masters are up then.
 	var rounds, retried atomic.Int64
-	mobs := &multilock.Observer{
-		Round: func(_ context.Context, e multilock.Round) {
+	mobs := &observe.Observer{
+		Round: func(_ context.Context, e observe.Round) {
 			rounds.Add(1)
 			if !e.Acquired {
 				retried.Add(1)
 			}
 		},
-		WakeUp: func(_ context.Context, e multilock.WakeUp) { st.wakeUp(e.Reason) },
+		WakeUp: func(_ context.Context, e observe.WakeUp) { st.wakeUp(e.Reason) },
 	}
 	ws := make([]*redLockWorker, o.workers)
 	defer func() {
@@ -133,10 +134,10 @@ type redLockWorker struct {
 	cs  []*lock.Client
 	ms  []*lock.Mutex
 	l   *multilock.Lock
-	obs *multilock.Observer
+	obs *observe.Observer
 }
 
-func newRedLockWorker(ctx context.Context, id int, addrs []string, obs *lock.Observer) (*redLockWorker, error) {
+func newRedLockWorker(ctx context.Context, id int, addrs []string, obs *observe.Observer) (*redLockWorker, error) {
 	w := &redLockWorker{id: id}
 	for _, addr := range addrs {
 		c, err := lock.New(ctx, lock.Config{
@@ -194,7 +195,7 @@ func (w *redLockWorker) run(ctx context.Context, tl *timeline, st *demoStats, o 
 // The acquisition k.at also kills a master while it holds the lock.
 func (w *redLockWorker) round(ctx context.Context, tl *timeline, st *demoStats, k *demoKill, rng *rand.Rand) error {
 	asked := time.Now()
-	h, err := w.l.TryLock(ctx, multilock.Wait(demoLockWait), multilock.Fenced(), multilock.Observe(w.obs))
+	h, err := w.l.TryLock(ctx, lock.Wait(demoLockWait), lock.Fenced(), multilock.Observe(w.obs))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // locker is the lock that rlock run holds around a command: one name on
@@ -21,7 +22,7 @@ type locker interface {
 	// attempt when o.wait is 0, else waiting up to o.wait, or until it is
 	// acquired or ctx ends with o.forever. It returns an error matching
 	// lock.ErrNotAcquired when the lock stayed busy (for several masters:
-	// the quorum was not had, lock.ErrQuorum). Ending ctx ends the
+	// the quorum was not had, multilock.ErrQuorum). Ending ctx ends the
 	// wait; once acquired, ctx must stay live until Unlock (the hold is
 	// derived from it).
 	Lock(ctx context.Context, o lockOptions) error
@@ -70,8 +71,8 @@ type lockerConfig struct {
 	addrs           []string // one master; several for a RedLock
 	all             bool     // several masters: every one must grant (MultiLock)
 	name            string
-	watchdogTimeout time.Duration  // 0: lock.DefaultWatchdogTimeout
-	observer        *lock.Observer // every Client's; nil: none
+	watchdogTimeout time.Duration     // 0: lock.DefaultWatchdogTimeout
+	observer        *observe.Observer // every Client's; nil: none
 }
 
 // clientConfig is the lock.Config of the master at addr.

@@ -9,13 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // What rlock run says while it waits for a lock.
 //
 // A waitWatch starts with the Lock call and wakes when the first attempt
-// failed (lock.Observer.Waiting for one master, a failed round for
+// failed (observe.Observer.Waiting for one master, a failed round for
 // several). It then reads the holders and their TTL (lookAt: HKEYS and
 // PTTL, one round trip per master) at once and every progressInterval:
 // with --verbose it prints a line each time, and the looks let the busy
@@ -38,13 +38,13 @@ type waitHook struct {
 }
 
 // observer returns base with Waiting also reported to h.
-func (h *waitHook) observer(base *lock.Observer) *lock.Observer {
-	var o lock.Observer
+func (h *waitHook) observer(base *observe.Observer) *observe.Observer {
+	var o observe.Observer
 	if base != nil {
 		o = *base
 	}
 	prev := o.Waiting
-	o.Waiting = func(ctx context.Context, e lock.Waiting) {
+	o.Waiting = func(ctx context.Context, e observe.Waiting) {
 		if prev != nil {
 			prev(ctx, e)
 		}
@@ -91,9 +91,9 @@ func startWatch(name string, lk locker, verbose bool, out io.Writer) *waitWatch 
 	return w
 }
 
-// waiting is lock.Observer.Waiting: the first one starts the watch; one
+// waiting is observe.Observer.Waiting: the first one starts the watch; one
 // with Err (a blocking wait riding out an outage) is said at once.
-func (w *waitWatch) waiting(e lock.Waiting) {
+func (w *waitWatch) waiting(e observe.Waiting) {
 	if e.Err != nil {
 		if w.verbose {
 			fmt.Fprintln(w.out, prefixed(fmt.Sprintf("lock %q: %s unreachable, trying again in %v: %v", w.name, e.Addr, roundDur(e.TTL), e.Err)))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // A lock over several independent masters: a RedLock (a majority of
@@ -40,7 +41,7 @@ import (
 // (at most 200ms), so waiting longer for one helps nothing; but an attempt
 // still out on a stopped master holds its Client's Close — and so rlock's
 // exit — for up to twice this (the attempt, then the release that undoes
-// it), against lock.DefaultCommandTimeout (3s) for one master.
+// it), against lock.Config.CommandTimeout (3s by default) for one master.
 const multiCommandTimeout = time.Second
 
 // masterNeed returns how many of n masters must grant the lock.
@@ -131,15 +132,15 @@ type multiLocker struct {
 }
 
 func (m *multiLocker) Lock(ctx context.Context, o lockOptions) error {
-	var opts []multilock.Option
+	var opts []lock.Option
 	if !o.noFence {
-		opts = append(opts, multilock.Fenced())
+		opts = append(opts, lock.Fenced())
 	}
 	if o.lease > 0 {
-		opts = append(opts, multilock.Lease(o.lease))
+		opts = append(opts, lock.Lease(o.lease))
 	}
 	if o.began != nil {
-		opts = append(opts, multilock.Observe(&multilock.Observer{Round: func(_ context.Context, e multilock.Round) {
+		opts = append(opts, multilock.Observe(&observe.Observer{Round: func(_ context.Context, e observe.Round) {
 			if !e.Acquired {
 				o.began()
 			}
@@ -150,7 +151,7 @@ func (m *multiLocker) Lock(ctx context.Context, o lockOptions) error {
 	if o.forever {
 		h, err = m.l.Lock(ctx, opts...)
 	} else {
-		h, err = m.l.TryLock(ctx, append(opts, multilock.Wait(o.wait))...)
+		h, err = m.l.TryLock(ctx, append(opts, lock.Wait(o.wait))...)
 	}
 	if err != nil {
 		return err

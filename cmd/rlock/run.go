@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 const runUsage = `rlock run --name NAME [FLAGS] -- COMMAND [ARGS...]
@@ -449,7 +450,7 @@ func (r *runner) supervise(lk locker) error {
 				lost = fmt.Errorf("%w: lock %q ended while the command ran", lock.ErrLockLost, r.o.name)
 			}
 			var le *lock.LostError
-			if r.o.lease > 0 && errors.As(lost, &le) && le.Kind == lock.LossLeaseExpired {
+			if r.o.lease > 0 && errors.As(lost, &le) && le.Kind == observe.LossLeaseExpired {
 				lost = r.leaseRanOut(lk) // the library judged it first
 			}
 		case <-expired:

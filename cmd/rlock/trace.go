@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/tracing"
 )
 
@@ -58,8 +58,8 @@ func checkTrace(cmd, v string) error {
 type tracer struct {
 	shutdown func(context.Context) error
 	tracer   trace.Tracer
-	observer *lock.Observer // for every lock.Client of the command
-	holds    *holdCapture   // the rlock.hold spans the observer starts
+	observer *observe.Observer // for every lock.Client of the command
+	holds    *holdCapture      // the rlock.hold spans the observer starts
 }
 
 // startTracing installs the exporter that --trace or the environment
