@@ -61,6 +61,14 @@ type Config struct {
 	// watchdog still renews everything in one round trip per tick (one
 	// batch per node, sent together). DB must be 0.
 	Cluster bool
+	// MasterSet connects through Redis Sentinel (Redisson's
+	// sentinelServersConfig, masterName): Addrs are then the sentinels'
+	// addresses, one or several, and the Client follows the master of this
+	// set across failovers. Username and Password are the master's;
+	// SentinelUsername and SentinelPassword the sentinels' own, if any.
+	MasterSet        string
+	SentinelUsername string
+	SentinelPassword string
 	// Username and Password authenticate (ACL user, or requirepass with an
 	// empty Username).
 	Username string
@@ -89,6 +97,18 @@ type Config struct {
 	// needs it: CommandTimeout + RenewInterval must be less than
 	// WatchdogTimeout.
 	CommandTimeout time.Duration
+	// ReplicaSyncTimeout is how long an acquire or a release waits for the
+	// master's connected replicas to acknowledge it (WAIT), as Redisson's
+	// checkLockSyncedSlaves does with slavesSyncTimeout: when none did, an
+	// acquire gives the hold back and tries again, and a release is sent
+	// again (its unlock latch answers it, never releasing twice). A master
+	// without connected replicas is not asked. Default 1s, Redisson's;
+	// negative: no check (checkLockSyncedSlaves false).
+	ReplicaSyncTimeout time.Duration
+	// NameMapper maps every lock name before it becomes a key, as a
+	// Redisson nameMapper does: Java and Go services on the same locks
+	// must map names alike. Default none.
+	NameMapper func(name string) string
 	// AlwaysRESP2 speaks RESP2 only: for servers without RESP3, such as
 	// an embedded miniredis.
 	AlwaysRESP2 bool
