@@ -50,6 +50,8 @@ type Client struct {
 	ops     sync.WaitGroup
 	ledgers map[holdKey]*ledger
 	queues  map[string]*queue
+
+	reps replicas // for the WAIT after acquires and releases
 }
 
 // subscriber is where waiters subscribe: a pubsub.Hub (one connection),
@@ -254,6 +256,11 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		return nil, invalidf("%v", err)
 	}
 	c.wd = wd
+	if owned && !cfg.Cluster && cfg.ReplicaSyncTimeout >= 0 {
+		// A standalone master's replicas are known before the first
+		// acquire, which then costs one round trip as before.
+		c.learnReplicas(ctx, c.addr)
+	}
 	bg, stop := context.WithCancel(context.Background())
 	c.stopBg = stop
 	c.bg.Add(2)
@@ -480,7 +487,7 @@ func (c *Client) closeRelease(ctx context.Context, l *ledger, helds []*Held, los
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
 		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
 	start := time.Now()
-	res, err := c.sendRelease(ctx, r, lost)
+	res, _, err := c.sendRelease(ctx, r, lost)
 	if c.obs != nil && c.obs.Release != nil && len(helds) > 0 {
 		h := helds[len(helds)-1]
 		c.obs.Release(ctx, observe.Release{Name: l.name, Addr: c.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,

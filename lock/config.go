@@ -102,8 +102,9 @@ type Config struct {
 	// checkLockSyncedSlaves does with slavesSyncTimeout: when none did, an
 	// acquire gives the hold back and tries again, and a release is sent
 	// again (its unlock latch answers it, never releasing twice). A master
-	// without connected replicas is not asked. Default 1s, Redisson's;
-	// negative: no check (checkLockSyncedSlaves false).
+	// without connected replicas is not asked. Default 1s, Redisson's (or
+	// WatchdogTimeout/4 when shorter); it must be less than half of
+	// WatchdogTimeout; negative: no check (checkLockSyncedSlaves false).
 	ReplicaSyncTimeout time.Duration
 	// NameMapper maps every lock name before it becomes a key, as a
 	// Redisson nameMapper does: Java and Go services on the same locks
@@ -182,6 +183,12 @@ func (c *Config) timing() error {
 	if c.CommandTimeout+c.RenewInterval >= c.WatchdogTimeout {
 		return invalidf("CommandTimeout %v + RenewInterval %v must be less than WatchdogTimeout %v: a renewal could be answered after the lease it extends ran out",
 			c.CommandTimeout, c.RenewInterval, c.WatchdogTimeout)
+	}
+	if c.ReplicaSyncTimeout == 0 {
+		c.ReplicaSyncTimeout = min(defaultReplicaSyncTimeout, c.WatchdogTimeout/4)
+	}
+	if c.ReplicaSyncTimeout >= c.WatchdogTimeout/2 {
+		return invalidf("ReplicaSyncTimeout %v must be less than half of WatchdogTimeout %v: an acquisition acknowledged later could not be used", c.ReplicaSyncTimeout, c.WatchdogTimeout)
 	}
 	return nil
 }

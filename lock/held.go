@@ -155,6 +155,13 @@ func (h *Held) ended() (bool, error) {
 // Holds of one owner change their count one at a time: Unlock waits for a
 // re-entry in flight of the same owner.
 //
+// With Config.ReplicaSyncTimeout and a master that has replicas, a
+// release is sent again (answered by its latch) until a replica
+// acknowledged it; when none did, the hold has still ended, released on
+// the master, and Unlock returns an ErrUnavailable saying so: a failover
+// before a replica has the release could bring the key back until its
+// lease runs out.
+//
 // May return ErrNotHeld (already unlocked), ErrLockLost (a *LostError: the
 // lock was lost), ErrClosed, ErrUnavailable, ErrInvalid.
 func (h *Held) Unlock(ctx context.Context) error {
@@ -224,8 +231,11 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
 		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
 	sent := time.Now()
-	var res reentrant.ReleaseResult
-	res, err = c.sendRelease(ctx, r, h.ctx.Done(), c.done) // Close takes over
+	var (
+		res      reentrant.ReleaseResult
+		unsynced error
+	)
+	res, unsynced, err = c.sendRelease(ctx, r, h.ctx.Done(), c.done) // Close takes over
 	if err != nil {
 		return false, c.unconfirmed(l, h, &request{id: r.RequestID, release: h, sent: sent}, err)
 	}
@@ -236,7 +246,10 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	if _, herr := h.ended(); !errors.Is(herr, ErrNotHeld) {
 		return false, herr
 	}
-	return res == reentrant.Released, nil
+	// Released on the master, and the hold has ended; a failover before
+	// a replica has the release could bring the key back until its lease
+	// runs out: say so.
+	return res == reentrant.Released, unsynced
 }
 
 // unconfirmed handles a release of h that got no answer (err), holding

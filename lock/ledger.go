@@ -176,7 +176,7 @@ func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
 		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
 	sent := time.Now()
-	res, err := c.sendRelease(ctx, r, h.ctx.Done())
+	res, _, err := c.sendRelease(ctx, r, h.ctx.Done())
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			c.setUnsettled(l, &request{id: r.RequestID, release: h, sent: sent})
@@ -247,13 +247,19 @@ func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
 // network failures with a growing delay until ctx ends or stop or also
 // closes. Each send is bounded by CommandTimeout.
 func (c *Client) retry(ctx context.Context, name, op string, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
+	return c.retryFor(ctx, name, op, 0, stop, send, also...)
+}
+
+// retryFor is retry whose every attempt may take extra beyond
+// CommandTimeout (a WAIT for replicas sent with the request).
+func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Duration, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
 	var stop2 <-chan struct{}
 	if len(also) > 0 {
 		stop2 = also[0]
 	}
 	delay := 5 * time.Millisecond
 	for {
-		actx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CommandTimeout+extra)
 		err := send(actx)
 		cancel()
 		if err == nil {
@@ -321,7 +327,7 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 	for n == 0 && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
 		r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
 			RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
-		res, err := c.sendRelease(ctx, r, nil)
+		res, _, err := c.sendRelease(ctx, r, nil)
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {
 				c.setUnsettled(l, &request{id: r.RequestID, sent: time.Now()})
@@ -342,18 +348,38 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 // returns its answer. The latch of a release sent once is deleted by the
 // cleaner; that of a release sent more than once is left to expire
 // (recordTTL), since a late copy of an earlier send must still find it.
-func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, stop <-chan struct{}, also ...<-chan struct{}) (reentrant.ReleaseResult, error) {
-	var res reentrant.ReleaseResult
+//
+// When the master has replicas (Config.ReplicaSyncTimeout), a release
+// that ran is sent again, answered by its latch, until a replica
+// acknowledged it, maxUnsynced times in all; unsynced is then the error
+// to report, the release having taken effect on the master.
+func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, stop <-chan struct{}, also ...<-chan struct{}) (res reentrant.ReleaseResult, unsynced, err error) {
+	r.Sync = c.sync(ctx, r.Name)
 	sends := 0
-	err := c.retry(ctx, r.Name, "release", stop, func(actx context.Context) (err error) {
-		sends++
-		res, err = r.Run(actx, c.rc)
-		return err
-	}, also...)
-	if err == nil && sends == 1 {
+	for tries := 1; ; tries++ {
+		acked := -1
+		err = c.retryFor(ctx, r.Name, "release", r.Sync.Timeout, stop, func(actx context.Context) (err error) {
+			sends++
+			res, acked, err = r.RunSynced(actx, c.rc)
+			return err
+		}, also...)
+		if err != nil {
+			return res, nil, err
+		}
+		c.acked(r.Name, r.Sync, acked)
+		ran := res == reentrant.StillHeld || res == reentrant.Released
+		if r.Sync.Replicas == 0 || !ran || acked > 0 {
+			break
+		}
+		if tries == maxUnsynced {
+			unsynced = masterErr(c.errAt(r.Name), "release", notSynced(r.Sync))
+			break
+		}
+	}
+	if sends == 1 {
 		c.queueLatch(r)
 	}
-	return res, err
+	return res, unsynced, nil
 }
 
 // queueLatch hands an answered release's latch to the cleaner.

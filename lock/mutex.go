@@ -523,11 +523,11 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 	if lease == 0 {
 		lease = c.cfg.WatchdogTimeout
 	}
-	for {
+	for unsynced := 0; ; {
 		req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
-			RequestID: reentrant.NewRequestID(), Fenced: o.fenced}
+			RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name)}
 		sent := time.Now()
-		res, err := m.send(ctx, l, req, sent)
+		res, sends, err := m.send(ctx, l, req, sent)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -547,11 +547,20 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		}
 		l.count = res.Count
 		late := time.Since(sent) >= lease-c.wd.Margin(lease)
-		if ctx.Err() != nil || c.isClosed() || late {
+		// With replicas, the hold counts once one acknowledged it: a WAIT
+		// that timed out, or one after a copy sent again (the copy that
+		// ran was not the one it followed), leaves it unconfirmed.
+		unconfirmed := req.Sync.Replicas > 0 && (res.Acked <= 0 || sends > 1)
+		if ctx.Err() != nil || c.isClosed() || late || unconfirmed {
 			if err := c.unwanted(ctx, l); err != nil {
 				return outcome{}, err
 			}
-			continue // late: try again at once
+			if unconfirmed && !late {
+				if unsynced++; unsynced == maxUnsynced {
+					return outcome{}, join(ErrNotAcquired, masterErr(c.errAt(m.name), "acquire", notSynced(req.Sync)))
+				}
+			}
+			continue // late or unconfirmed: try again at once
 		}
 		return outcome{held: c.record(ctx, l, owner, o, lease, sent, res)}, nil
 	}
@@ -560,17 +569,20 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 // send sends an acquire request, asking again after a lost reply until
 // the lease it would set must have run out: a later answer could not be
 // used. A request whose answer could not be had is recorded as unsettled.
-func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireRequest, sent time.Time) (reentrant.AcquireResult, error) {
+func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireRequest, sent time.Time) (reentrant.AcquireResult, int, error) {
 	c := m.c
 	rctx, cancel := context.WithDeadline(ctx, sent.Add(req.Lease-c.wd.Margin(req.Lease)))
 	defer cancel()
 	var res reentrant.AcquireResult
-	err := c.retry(rctx, m.name, "acquire", c.done, func(actx context.Context) (err error) {
+	sends := 0
+	err := c.retryFor(rctx, m.name, "acquire", req.Sync.Timeout, c.done, func(actx context.Context) (err error) {
+		sends++
 		res, err = req.Run(actx, c.rc)
 		return err
 	})
 	if err == nil {
-		return res, nil
+		c.acked(m.name, req.Sync, res.Acked)
+		return res, sends, nil
 	}
 	if errors.Is(err, ErrUnavailable) {
 		// The request may still run: record it; a settler orders
@@ -579,9 +591,9 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 		c.settleLater(l)
 	}
 	if errors.Is(err, ErrClosed) {
-		return res, err
+		return res, sends, err
 	}
-	return res, join(ErrNotAcquired, err, context.Cause(ctx))
+	return res, sends, join(ErrNotAcquired, err, context.Cause(ctx))
 }
 
 // unwanted gives back the hold an acquire just added when its caller
@@ -658,7 +670,7 @@ func (c *Client) giveBack(ctx context.Context, l *ledger) error {
 	sent := time.Now()
 	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
 	defer cancel()
-	res, err := c.sendRelease(rctx, r, nil)
+	res, _, err := c.sendRelease(rctx, r, nil)
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			c.setUnsettled(l, &request{id: r.RequestID, sent: sent})

@@ -65,13 +65,33 @@ type Release struct {
 	RequestID string        // NewRequestID(), one per Unlock call
 	Publish   string        // Publish or ShardedPublish
 	LatchTTL  time.Duration // how long the latch answers retries
+	Sync      Sync          // wait for replicas (see Sync and RunSynced)
 }
 
-// Run sends the release script once.
+// Run sends the release script once (with r.Sync, followed by WAIT).
 func (r Release) Run(ctx context.Context, c rueidis.Client) (ReleaseResult, error) {
-	res := ReleaseScript.Run(ctx, c,
-		[]string{r.Name, ChannelName(r.Name), LatchName(r.Name, r.RequestID)},
-		[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL)})
+	res, _, err := r.RunSynced(ctx, c)
+	return res, err
+}
+
+// RunSynced is Run that also returns how many replicas acknowledged the
+// release (-1 without r.Sync, or when not known). The latch's expiry is
+// set again after the script: a write, so that the WAIT of a release sent
+// again, answered from the latch, still covers the copy that ran.
+func (r Release) RunSynced(ctx context.Context, c rueidis.Client) (ReleaseResult, int, error) {
+	latch := LatchName(r.Name, r.RequestID)
+	var extra []rueidis.Completed
+	if r.Sync.Replicas > 0 {
+		extra = append(extra, c.B().Pexpire().Key(latch).Milliseconds(r.LatchTTL.Milliseconds()).Build())
+	}
+	res, acked := r.Sync.runSynced(ctx, c, ReleaseScript,
+		[]string{r.Name, ChannelName(r.Name), latch},
+		[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL)}, extra...)
+	out, err := parseRelease(res)
+	return out, acked, err
+}
+
+func parseRelease(res rueidis.RedisResult) (ReleaseResult, error) {
 	err := res.Error()
 	if rueidis.IsRedisNil(err) {
 		return NotHeld, nil

@@ -52,6 +52,7 @@ type AcquireRequest struct {
 	Known     int
 	RequestID string // NewRequestID(), kept across retries
 	Fenced    bool   // take a fencing token (Redisson's RFencedLock counter)
+	Sync      Sync   // wait for replicas (see Sync); Acked in the result
 }
 
 // AcquireResult is the answer to an AcquireRequest.
@@ -64,17 +65,26 @@ type AcquireResult struct {
 	TTL time.Duration
 	// Token is the fencing token of a Fenced acquisition.
 	Token uint64
+	// Acked is how many replicas acknowledged the request (Sync); -1
+	// when none was asked or the answer is not known.
+	Acked int
 }
 
-// Run sends the request once.
+// Run sends the request once (with r.Sync, followed by WAIT).
 func (r AcquireRequest) Run(ctx context.Context, c rueidis.Client) (AcquireResult, error) {
 	fenced := "0"
 	if r.Fenced {
 		fenced = "1"
 	}
-	res := AcquireCountedScript.Run(ctx, c,
+	res, acked := r.Sync.runSynced(ctx, c, AcquireCountedScript,
 		[]string{r.Name, LatchName(r.Name, r.RequestID), TokenName(r.Name)},
 		[]string{ms(r.Lease), r.Field, strconv.Itoa(r.Known), fenced})
+	out, err := parseAcquire(res)
+	out.Acked = acked
+	return out, err
+}
+
+func parseAcquire(res rueidis.RedisResult) (AcquireResult, error) {
 	if err := res.Error(); err != nil {
 		return AcquireResult{}, err
 	}

@@ -1,0 +1,123 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// replicaRefresh is how long a master's replica count is trusted before
+// it is asked again (ROLE): replicas that attach later are waited for
+// from then on.
+const replicaRefresh = 10 * time.Second
+
+// replicas counts the connected replicas of each master, for the WAIT
+// after an acquire or a release (Config.ReplicaSyncTimeout). Asking is
+// one ROLE per master and replicaRefresh, sent before the request that
+// needs it; a WAIT answered by another number of replicas than expected
+// asks again before the next one.
+type replicas struct {
+	mu sync.Mutex
+	m  map[string]replicaCount // by master address
+}
+
+type replicaCount struct {
+	n     int
+	asked time.Time
+}
+
+// defaultReplicaSyncTimeout is Redisson's slavesSyncTimeout.
+const defaultReplicaSyncTimeout = time.Second
+
+// sync returns what an acquire or release of name must wait for: the
+// master's connected replicas for up to Config.ReplicaSyncTimeout, or
+// nothing when replica sync is off or the master has no replicas. A
+// master that cannot be asked is treated as having none this time (the
+// request itself then reports the outage).
+func (c *Client) sync(ctx context.Context, name string) reentrant.Sync {
+	if c.cfg.ReplicaSyncTimeout < 0 {
+		return reentrant.Sync{}
+	}
+	addr := c.at(name)
+	c.reps.mu.Lock()
+	rc, ok := c.reps.m[addr]
+	c.reps.mu.Unlock()
+	if !ok || time.Since(rc.asked) > replicaRefresh {
+		rc = c.learnReplicas(ctx, addr)
+	}
+	if rc.n == 0 {
+		return reentrant.Sync{}
+	}
+	return reentrant.Sync{Replicas: rc.n, Timeout: c.cfg.ReplicaSyncTimeout}
+}
+
+// learnReplicas asks the master at addr for its replica count and keeps
+// the answer for replicaRefresh. A master that cannot be asked counts as
+// having none, and is asked again a second later: an outage is reported
+// by the request itself, not doubled by a slow question before it.
+func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
+	n, err := c.askReplicas(ctx, addr)
+	rc := replicaCount{n: n, asked: time.Now()}
+	if err != nil {
+		rc = replicaCount{asked: time.Now().Add(time.Second - replicaRefresh)}
+	}
+	c.reps.mu.Lock()
+	if c.reps.m == nil {
+		c.reps.m = map[string]replicaCount{}
+	}
+	c.reps.m[addr] = rc
+	c.reps.mu.Unlock()
+	return rc
+}
+
+// acked notes a WAIT's answer for name's master: another number of
+// replicas than were expected makes the next request ask again.
+func (c *Client) acked(name string, s reentrant.Sync, acked int) {
+	if s.Replicas == 0 || acked == s.Replicas {
+		return
+	}
+	c.reps.mu.Lock()
+	delete(c.reps.m, c.at(name))
+	c.reps.mu.Unlock()
+}
+
+// askReplicas asks the master at addr how many replicas are connected
+// to it (ROLE).
+func (c *Client) askReplicas(ctx context.Context, addr string) (int, error) {
+	node := c.rc
+	if c.cfg.Cluster {
+		if n := c.rc.Nodes()[addr]; n != nil {
+			node = n
+		}
+	}
+	actx, cancel := c.cmdCtx(ctx)
+	defer cancel()
+	role, err := node.Do(actx, node.B().Role().Build()).ToArray()
+	if err != nil {
+		return 0, err
+	}
+	if len(role) < 3 {
+		return 0, nil // not a master (a replica answers READONLY to the request itself)
+	}
+	if kind, _ := role[0].ToString(); kind != "master" {
+		return 0, nil
+	}
+	reps, err := role[2].ToArray()
+	if err != nil {
+		return 0, err
+	}
+	return len(reps), nil
+}
+
+// maxUnsynced is how many acquisitions in a row no replica acknowledged
+// before an attempt fails (each was given back).
+const maxUnsynced = 3
+
+// notSynced is the error of an acquisition or release that no replica
+// acknowledged within s.Timeout.
+func notSynced(s reentrant.Sync) error {
+	return fmt.Errorf("%w: none of the master's %d replicas acknowledged it within %v (Config.ReplicaSyncTimeout)", ErrUnavailable, s.Replicas, s.Timeout)
+}

@@ -1,0 +1,161 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/lock"
+)
+
+// withReplica starts a master of the test's own and one replica of it,
+// and returns them once the master lists the replica as online.
+func withReplica(t *testing.T) (master, replica *integration.Server) {
+	t.Helper()
+	master = integrationRedis(t)
+	host, port, err := net.SplitHostPort(master.DirectAddr())
+	must(t, err)
+	replica = integrationRedis(t, integration.Options{Args: []string{"--replicaof", host, port}})
+	rc := raw(t, master)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := do(t, rc, "INFO", "replication").ToString()
+		must(t, err)
+		if strings.Contains(info, "state=online") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never came online")
+		}
+		time.Sleep(10 * time.Millisecond) // the server has no event for it
+	}
+	return master, replica
+}
+
+// waits returns how many WAIT commands the server has run.
+func waits(t *testing.T, rc rueidis.Client) int64 {
+	t.Helper()
+	info, err := do(t, rc, "INFO", "commandstats").ToString()
+	must(t, err)
+	for _, line := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_wait:calls="); ok {
+			var n int64
+			for _, ch := range rest {
+				if ch < '0' || ch > '9' {
+					break
+				}
+				n = n*10 + int64(ch-'0')
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// With a replica, Lock returns once the replica has the hold, and Unlock
+// once it has the release: what a failover right after either finds.
+func TestReplicaSyncLockAndUnlockReachTheReplica(t *testing.T) {
+	master, replica := withReplica(t)
+	c := newClient(t, lock.Config{}, master)
+	mrc, rrc := raw(t, master), raw(t, replica)
+	n := name(t)
+	before := waits(t, mrc)
+	for i := range 20 {
+		h, err := c.Mutex(n).Lock(bg())
+		must(t, err)
+		if !exists(t, rrc, n) {
+			t.Fatalf("round %d: Lock returned before the replica had the lock", i)
+		}
+		must(t, h.Unlock(bg()))
+		if exists(t, rrc, n) {
+			t.Fatalf("round %d: Unlock returned before the replica had the release", i)
+		}
+	}
+	if w := waits(t, mrc) - before; w < 40 {
+		t.Fatalf("%d WAITs for 20 Lock+Unlock, want at least 40", w)
+	}
+}
+
+// A replica that does not acknowledge (paused): TryLock gives every hold
+// it took back and fails with ErrUnavailable; nothing stays held.
+func TestReplicaSyncGivesBackAnUnacknowledgedAcquire(t *testing.T) {
+	master, replica := withReplica(t)
+	c := newClient(t, lock.Config{ReplicaSyncTimeout: 100 * time.Millisecond}, master)
+	mrc := raw(t, master)
+	n := name(t)
+	h, err := c.Mutex(n).TryLock(bg())
+	must(t, err)
+	must(t, h.Unlock(bg()))
+
+	must(t, replica.Pause(bg()))
+	t.Cleanup(func() { _ = replica.Resume(context.Background()) })
+	_, err = c.Mutex(n).TryLock(bg())
+	if !errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "replicas acknowledged") {
+		t.Fatalf("TryLock with a paused replica = %v, want ErrNotAcquired and ErrUnavailable naming the replicas", err)
+	}
+	if exists(t, mrc, n) {
+		t.Fatal("the unacknowledged hold was not given back")
+	}
+	must(t, replica.Resume(bg()))
+	h, err = c.Mutex(n).TryLock(bg())
+	must(t, err)
+	must(t, h.Unlock(bg()))
+}
+
+// A release no replica acknowledges: the hold has ended on the master,
+// Unlock says that no replica has it, and a second Unlock finds it ended.
+func TestReplicaSyncReportsAnUnacknowledgedRelease(t *testing.T) {
+	master, replica := withReplica(t)
+	c := newClient(t, lock.Config{ReplicaSyncTimeout: 100 * time.Millisecond}, master)
+	mrc := raw(t, master)
+	n := name(t)
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	must(t, replica.Pause(bg()))
+	t.Cleanup(func() { _ = replica.Resume(context.Background()) })
+	err = h.Unlock(bg())
+	if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "replicas acknowledged") {
+		t.Fatalf("Unlock with a paused replica = %v, want ErrUnavailable naming the replicas", err)
+	}
+	if exists(t, mrc, n) {
+		t.Fatal("the lock is still held on the master")
+	}
+	if err := h.Unlock(bg()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second Unlock = %v, want ErrNotHeld", err)
+	}
+	if err := h.Context().Err(); err == nil {
+		t.Fatal("the Held's context did not end")
+	}
+}
+
+// No WAIT without replicas, nor with replica sync off.
+func TestReplicaSyncOnlyWithReplicas(t *testing.T) {
+	t.Run("no replicas", func(t *testing.T) {
+		srv := integrationRedis(t)
+		c := newClient(t, lock.Config{}, srv)
+		rc := raw(t, srv)
+		h, err := c.Mutex(name(t)).Lock(bg())
+		must(t, err)
+		must(t, h.Unlock(bg()))
+		if w := waits(t, rc); w != 0 {
+			t.Fatalf("%d WAITs on a master without replicas", w)
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		master, _ := withReplica(t)
+		c := newClient(t, lock.Config{ReplicaSyncTimeout: -1}, master)
+		rc := raw(t, master)
+		h, err := c.Mutex(name(t)).Lock(bg())
+		must(t, err)
+		must(t, h.Unlock(bg()))
+		if w := waits(t, rc); w != 0 {
+			t.Fatalf("%d WAITs with ReplicaSyncTimeout -1", w)
+		}
+	})
+}

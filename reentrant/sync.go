@@ -1,0 +1,45 @@
+package reentrant
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Sync asks the master, right after a request, to wait until Replicas of
+// its replicas have acknowledged it, for up to Timeout: the request and a
+// WAIT go out together on one connection (WAIT counts the writes of its
+// own connection). The zero Sync sends no WAIT. This is Redisson's
+// checkLockSyncedSlaves (Timeout is its slavesSyncTimeout).
+type Sync struct {
+	Replicas int
+	Timeout  time.Duration
+}
+
+// runSynced sends the script with keys and args, followed by extra write
+// commands (which make a WAIT after a request that wrote nothing this time
+// still cover what an earlier copy wrote) and WAIT, on one connection. It
+// returns the script's reply and how many replicas acknowledged: -1 when
+// no WAIT was sent or its answer is not known.
+func (s Sync) runSynced(ctx context.Context, c rueidis.Client, sc *Script, keys, args []string, extra ...rueidis.Completed) (rueidis.RedisResult, int) {
+	if s.Replicas <= 0 {
+		return sc.Run(ctx, c, keys, args), -1
+	}
+	send := func(eval rueidis.Completed) []rueidis.RedisResult {
+		cmds := make(rueidis.Commands, 0, len(extra)+2)
+		cmds = append(cmds, eval)
+		cmds = append(cmds, extra...)
+		cmds = append(cmds, c.B().Wait().Numreplicas(int64(s.Replicas)).Timeout(s.Timeout.Milliseconds()).Build())
+		return c.DoMulti(ctx, cmds...)
+	}
+	res := send(sc.EvalSHA(c, keys, args))
+	if IsNoScript(res[0].Error()) {
+		res = send(sc.Eval(c, keys, args))
+	}
+	acked, err := res[len(res)-1].AsInt64()
+	if err != nil {
+		return res[0], -1
+	}
+	return res[0], int(acked)
+}
