@@ -18,13 +18,18 @@ import (
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
 
-// Cluster is a Redis Cluster of masters without replicas, each a
-// redis-server process with its own directory and cluster config file.
-// Its nodes have no proxy: cluster clients follow the addresses the nodes
-// advertise (their own ports), so a proxy could not stay in the path.
+// Cluster is a Redis Cluster of masters, with or without replicas, each
+// node a redis-server process with its own directory and cluster config
+// file. Its nodes have no proxy: cluster clients follow the addresses the
+// nodes advertise (their own ports), so a proxy could not stay in the
+// path.
 type Cluster struct {
-	nodes []*Server
-	buses []int // the nodes' cluster bus ports
+	nodes     []*Server // the masters, in slot order
+	buses     []int     // the masters' cluster bus ports
+	replicas  []*Server // replicas[i] replicates nodes[replicaOf[i]]
+	rbuses    []int
+	replicaOf []int
+	dead      map[*Server]bool // killed by Failover
 }
 
 // StartCluster starts masters servers (at least 1) with cluster mode on,
@@ -40,10 +45,18 @@ type Cluster struct {
 // May return ErrBackendUnavailable, or the error of a node's start or of
 // a cluster command.
 func StartCluster(ctx context.Context, masters int, opts Options) (*Cluster, error) {
+	return StartClusterWithReplicas(ctx, masters, 0, opts)
+}
+
+// StartClusterWithReplicas is StartCluster with replicas replicas of each
+// master (CLUSTER REPLICATE), and returns once every replica is online on
+// its master. Nodes of such a cluster time out after 2s instead of 5s, so
+// that a failover is quick.
+func StartClusterWithReplicas(ctx context.Context, masters, replicas int, opts Options) (*Cluster, error) {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
-	if masters < 1 {
-		return nil, fmt.Errorf("rlock: integration: cluster of %d masters", masters)
+	if masters < 1 || replicas < 0 {
+		return nil, fmt.Errorf("rlock: integration: cluster of %d masters with %d replicas each", masters, replicas)
 	}
 	switch opts.Backend {
 	case "", BackendProcess:
@@ -51,13 +64,17 @@ func StartCluster(ctx context.Context, masters int, opts Options) (*Cluster, err
 	default:
 		return nil, fmt.Errorf("rlock: integration: a cluster runs on the process backend only, not %q", opts.Backend)
 	}
-	c := &Cluster{}
-	for range masters {
+	c := &Cluster{dead: map[*Server]bool{}}
+	timeout := "5000"
+	if replicas > 0 {
+		timeout = "2000"
+	}
+	start := func() (*Server, int, error) {
 		// The cluster bus port defaults to port+10000, which may be past
 		// 65535 for an ephemeral port: take a free one of its own.
 		bus, err := backendkit.FreePort()
 		if err != nil {
-			return nil, errors.Join(err, c.Close())
+			return nil, 0, err
 		}
 		o := opts
 		o.Args = append([]string{
@@ -66,14 +83,27 @@ func StartCluster(ctx context.Context, masters int, opts Options) (*Cluster, err
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-port", strconv.Itoa(bus),
 			"--cluster-announce-ip", "127.0.0.1",
-			"--cluster-node-timeout", "5000",
+			"--cluster-node-timeout", timeout,
 		}, opts.Args...)
 		s, err := startServer(ctx, o, false)
+		return s, bus, err
+	}
+	for range masters {
+		s, bus, err := start()
 		if err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
 		c.nodes = append(c.nodes, s)
 		c.buses = append(c.buses, bus)
+	}
+	for i := range masters * replicas {
+		s, bus, err := start()
+		if err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+		c.replicas = append(c.replicas, s)
+		c.rbuses = append(c.rbuses, bus)
+		c.replicaOf = append(c.replicaOf, i%masters)
 	}
 	if err := c.form(ctx); err != nil {
 		return nil, errors.Join(err, c.Close())
@@ -91,15 +121,126 @@ func (c *Cluster) form(ctx context.Context) error {
 		}
 	}
 	first := c.nodes[0]
-	for i, s := range c.nodes[1:] {
+	meet := func(s *Server, bus int) error {
 		host, port, _ := net.SplitHostPort(s.DirectAddr())
-		bus := strconv.Itoa(c.buses[i+1])
-		if _, err := command(ctx, first.DirectAddr(), first.Password(), "CLUSTER", "MEET", host, port, bus); err != nil {
+		_, err := command(ctx, first.DirectAddr(), first.Password(), "CLUSTER", "MEET", host, port, strconv.Itoa(bus))
+		return err
+	}
+	for i, s := range c.nodes[1:] {
+		if err := meet(s, c.buses[i+1]); err != nil {
 			return err
 		}
 	}
-	return c.WaitOK(ctx)
+	for i, s := range c.replicas {
+		if err := meet(s, c.rbuses[i]); err != nil {
+			return err
+		}
+	}
+	if err := c.WaitOK(ctx); err != nil {
+		return err
+	}
+	for i, s := range c.replicas {
+		m := c.nodes[c.replicaOf[i]]
+		id, err := command(ctx, m.DirectAddr(), m.Password(), "CLUSTER", "MYID")
+		if err != nil {
+			return err
+		}
+		if _, err := command(ctx, s.DirectAddr(), s.Password(), "CLUSTER", "REPLICATE", id); err != nil {
+			return err
+		}
+	}
+	if err := c.WaitOK(ctx); err != nil {
+		return err
+	}
+	return c.waitReplicas(ctx)
 }
+
+// waitReplicas waits until every live master has its live replicas online
+// (INFO replication), polling every 20ms like WaitOK.
+func (c *Cluster) waitReplicas(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		err := c.checkReplicas(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rlock: integration: replicas not online: %w", errors.Join(err, context.Cause(ctx)))
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Cluster) checkReplicas(ctx context.Context) error {
+	for i, m := range c.nodes {
+		if c.dead[m] {
+			continue
+		}
+		want := 0
+		for j, r := range c.replicas {
+			if c.replicaOf[j] == i && !c.dead[r] {
+				want++
+			}
+		}
+		info, err := command(ctx, m.DirectAddr(), m.Password(), "INFO", "replication")
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(info, "state=online"); n != want {
+			return fmt.Errorf("rlock: integration: master %s has %d replicas online, want %d", m.DirectAddr(), n, want)
+		}
+	}
+	return nil
+}
+
+// Failover kills master i (SIGKILL) and promotes its first live replica
+// at once (CLUSTER FAILOVER TAKEOVER, without waiting for the node
+// timeout), and returns the new master once every live node reports the
+// cluster ok. The new master takes the old one's place in Nodes; the old
+// one stays dead until Close.
+//
+// May return an error when master i has no live replica, or a node's
+// error.
+func (c *Cluster) Failover(ctx context.Context, i int) (*Server, error) {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if i < 0 || i >= len(c.nodes) {
+		return nil, fmt.Errorf("rlock: integration: no master %d", i)
+	}
+	old := c.nodes[i]
+	j := -1
+	for k, r := range c.replicas {
+		if c.replicaOf[k] == i && !c.dead[r] {
+			j = k
+			break
+		}
+	}
+	if j < 0 {
+		return nil, fmt.Errorf("rlock: integration: master %d has no live replica", i)
+	}
+	if err := old.Kill(ctx); err != nil {
+		return nil, err
+	}
+	c.dead[old] = true
+	r := c.replicas[j]
+	if _, err := command(ctx, r.DirectAddr(), r.Password(), "CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
+		return nil, err
+	}
+	// The promoted replica is now master i; the old master's bus port goes
+	// with it, the replica's own bus port is in rbuses.
+	c.nodes[i], c.replicas[j] = r, old
+	c.buses[i], c.rbuses[j] = c.rbuses[j], c.buses[i]
+	if err := c.WaitOK(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Replicas returns the replicas, for faults (after Failover, the old
+// master is among them, dead).
+func (c *Cluster) Replicas() []*Server { return append([]*Server(nil), c.replicas...) }
 
 // WaitOK waits until every node reports cluster_state:ok, knows every
 // node and sees every slot assigned. There is no notification of the
@@ -128,11 +269,14 @@ func (c *Cluster) WaitOK(ctx context.Context) error {
 func (c *Cluster) checkOK(ctx context.Context) error {
 	want := map[string]string{
 		"cluster_state":          "ok",
-		"cluster_known_nodes":    strconv.Itoa(len(c.nodes)),
+		"cluster_known_nodes":    strconv.Itoa(len(c.nodes) + len(c.replicas)),
 		"cluster_slots_assigned": strconv.Itoa(clusterSlots),
 		"cluster_slots_ok":       strconv.Itoa(clusterSlots),
 	}
-	for _, s := range c.nodes {
+	for _, s := range append(c.Nodes(), c.replicas...) {
+		if c.dead[s] {
+			continue
+		}
 		info, err := command(ctx, s.DirectAddr(), s.Password(), "CLUSTER", "INFO")
 		if err != nil {
 			return err
@@ -170,7 +314,7 @@ func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) 
 // Close closes every node. It is idempotent.
 func (c *Cluster) Close() error {
 	var errs []error
-	for _, s := range c.nodes {
+	for _, s := range append(c.Nodes(), c.replicas...) {
 		errs = append(errs, s.Close())
 	}
 	return errors.Join(errs...)
@@ -180,7 +324,14 @@ func (c *Cluster) Close() error {
 // tb.Cleanup.
 func RedisCluster(tb testing.TB, masters int, opts Options) *Cluster {
 	tb.Helper()
-	c, err := StartCluster(context.Background(), masters, opts)
+	return RedisClusterWithReplicas(tb, masters, 0, opts)
+}
+
+// RedisClusterWithReplicas is RedisCluster with replicas replicas of each
+// master (see StartClusterWithReplicas).
+func RedisClusterWithReplicas(tb testing.TB, masters, replicas int, opts Options) *Cluster {
+	tb.Helper()
+	c, err := StartClusterWithReplicas(context.Background(), masters, replicas, opts)
 	if err != nil {
 		skipOrFail(tb, err)
 	}

@@ -375,6 +375,11 @@ func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, stop <-ch
 			unsynced = masterErr(c.errAt(r.Name), "release", notSynced(r.Sync))
 			break
 		}
+		// Sent again: to as many replicas as the master has now (a
+		// failover may have left it none).
+		if r.Sync = c.sync(ctx, r.Name); r.Sync.Replicas == 0 {
+			break
+		}
 	}
 	if sends == 1 {
 		c.queueLatch(r)

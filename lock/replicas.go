@@ -82,6 +82,9 @@ func (c *Client) acked(name string, s reentrant.Sync, acked int) {
 	c.reps.mu.Lock()
 	delete(c.reps.m, c.at(name))
 	c.reps.mu.Unlock()
+	if c.cfg.Cluster {
+		c.refreshSlots() // a failover may have moved the slot
+	}
 }
 
 // askReplicas asks the master at addr how many replicas are connected
@@ -89,8 +92,8 @@ func (c *Client) acked(name string, s reentrant.Sync, acked int) {
 func (c *Client) askReplicas(ctx context.Context, addr string) (int, error) {
 	node := c.rc
 	if c.cfg.Cluster {
-		if n := c.rc.Nodes()[addr]; n != nil {
-			node = n
+		if node = c.rc.Nodes()[addr]; node == nil {
+			return 0, fmt.Errorf("no connection to %s", addr)
 		}
 	}
 	actx, cancel := c.cmdCtx(ctx)

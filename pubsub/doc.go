@@ -36,5 +36,8 @@
 // the channel's slot: Shards keeps one Hub per master and routes each
 // channel by its Slot. A channel whose slot moved (the node drops it, or
 // answers MOVED to a re-subscription) moves with its waiters to the new
-// owner's Hub; the other channels are not disturbed.
+// owner's Hub; the other channels are not disturbed. When a Hub's
+// connection breaks, the slot owners are read again and the channels whose
+// slots another master now owns (a replica promoted at another address)
+// move there with their waiters, instead of waiting for a dead node.
 package pubsub

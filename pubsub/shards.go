@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -35,12 +36,14 @@ type Shards struct {
 	c    rueidis.Client
 	opts Options
 
-	mu     sync.Mutex
-	addrs  []string        // masters, indexed by owner
-	owner  []int16         // per slot, an index into addrs; -1 unknown; nil before the first refresh
-	stale  bool            // ask CLUSTER SLOTS again before the next lookup
-	hubs   map[string]*Hub // by master address
-	closed bool
+	mu       sync.Mutex
+	addrs    []string        // masters, indexed by owner
+	owner    []int16         // per slot, an index into addrs; -1 unknown; nil before the first refresh
+	stale    bool            // ask CLUSTER SLOTS again before the next lookup
+	hubs     map[string]*Hub // by master address
+	rehoming map[*Hub]bool   // Hubs whose channels rehome is looking at
+	closed   bool
+	wg       sync.WaitGroup // rehome goroutines
 }
 
 // NewShards returns the sharded subscription of the cluster client c
@@ -122,15 +125,23 @@ func (s *Shards) hubAtLocked(addr string) (*Hub, error) {
 		return nil, fmt.Errorf("%w: no connection to %s", ErrNoMaster, addr)
 	}
 	o := s.opts
+	var h *Hub
 	o.OnReconnect = func(err error) {
 		s.mu.Lock()
 		s.stale = true
+		if !s.closed && !s.rehoming[h] {
+			if s.rehoming == nil {
+				s.rehoming = map[*Hub]bool{}
+			}
+			s.rehoming[h] = true
+			s.wg.Add(1)
+			go s.rehome(h, addr)
+		}
 		s.mu.Unlock()
 		if s.opts.OnReconnect != nil {
 			s.opts.OnReconnect(err)
 		}
 	}
-	var h *Hub
 	o.moved = func(name, addr string, ws []*Waiter) { s.move(h, name, addr, ws) }
 	h = New(node, o)
 	s.hubs[addr] = h
@@ -152,6 +163,42 @@ func (s *Shards) move(from *Hub, name, addr string, ws []*Waiter) {
 		return
 	}
 	from.adopt(name, ws, false)
+}
+
+// rehome runs after the connection of h, the Hub of the master at addr,
+// broke: a failover may have given that master's slots to another (a
+// replica promoted in its place, at another address), and h would then
+// try to reconnect to a dead node for ever. It reads the slot owners
+// again and moves each channel whose slot is now another master's, with
+// its waiters, to that master's Hub, which wakes them once subscribed
+// there. While the table still names addr (a failover not yet complete),
+// nothing moves: h's next failed reconnect calls rehome again.
+func (s *Shards) rehome(h *Hub, addr string) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.rehoming, h)
+		s.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+	defer cancel()
+	if s.refresh(ctx) != nil {
+		return
+	}
+	for _, name := range h.channelNames() {
+		s.mu.Lock()
+		to := ""
+		if i := s.owner[Slot(name)]; i >= 0 {
+			to = s.addrs[i]
+		}
+		s.mu.Unlock()
+		if to == "" || to == addr {
+			continue
+		}
+		if ws := h.take(name); len(ws) > 0 {
+			s.move(h, name, to, ws)
+		}
+	}
 }
 
 // refresh reads the slot owners with CLUSTER SLOTS.
@@ -215,4 +262,5 @@ func (s *Shards) Close() {
 	for _, h := range hubs {
 		h.Close()
 	}
+	s.wg.Wait()
 }

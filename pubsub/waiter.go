@@ -114,6 +114,32 @@ func (h *Hub) removeWaiterLocked(w *Waiter) (remaining *channel, removed bool) {
 	return ch, true
 }
 
+// channelNames lists the channels with waiters.
+func (h *Hub) channelNames() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	names := make([]string, 0, len(h.channels))
+	for n := range h.channels {
+		names = append(names, n)
+	}
+	return names
+}
+
+// take removes the channel name with its waiters, which go to another
+// Hub (see Shards.rehome); the background goroutine unsubscribes it if
+// the connection carries it.
+func (h *Hub) take(name string) []*Waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch := h.channels[name]
+	if ch == nil {
+		return nil
+	}
+	delete(h.channels, name)
+	h.dirtyLocked(name)
+	return ch.waiters
+}
+
 // adopt adds ws, waiters of the channel name that come from another Hub
 // (their slot moved here), and has the background goroutine subscribe the
 // channel; once the server confirms, every waiter is woken with Reconnect.
