@@ -238,6 +238,25 @@ func (c *Cluster) Failover(ctx context.Context, i int) (*Server, error) {
 	return r, nil
 }
 
+// Rejoin restarts the masters Failover killed, keeping their cluster
+// config file, so that each rejoins as a replica of the master that
+// replaced it, and returns once every replica is online and the cluster
+// ok: the cluster can then fail over again.
+func (c *Cluster) Rejoin(ctx context.Context) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	for s := range c.dead {
+		if err := s.Restart(ctx, RestartOptions{KeepData: true}); err != nil {
+			return err
+		}
+		delete(c.dead, s)
+	}
+	if err := c.WaitOK(ctx); err != nil {
+		return err
+	}
+	return c.waitReplicas(ctx)
+}
+
 // Replicas returns the replicas, for faults (after Failover, the old
 // master is among them, dead).
 func (c *Cluster) Replicas() []*Server { return append([]*Server(nil), c.replicas...) }
