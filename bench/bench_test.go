@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // stallingLocker blocks its first n Lock calls until their context ends,
@@ -77,5 +78,20 @@ func TestPercentiles(t *testing.T) {
 	}
 	if p := (samples{}).pct(50); p != 0 {
 		t.Fatalf("empty p50 = %v", p)
+	}
+}
+
+func TestPairedDiff(t *testing.T) {
+	a := []time.Duration{10, 20, 30, 40}
+	b := []time.Duration{1, 2, 3}
+	// Differences of the first three rounds: 9, 18, 27; the median is 18.
+	if d := pairedDiff(a, b); d != 18 {
+		t.Fatalf("pairedDiff = %v, want 18", d)
+	}
+	if d := pairedDiff([]time.Duration{5, 1}, []time.Duration{1, 7}); d != -1 { // differences 4 and -6
+		t.Fatalf("pairedDiff of an even count = %v, want -1", d)
+	}
+	if d := pairedDiff(nil, b); d != 0 {
+		t.Fatalf("pairedDiff without rounds = %v", d)
 	}
 }

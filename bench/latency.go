@@ -109,41 +109,9 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		}})
 	}
 
-	type acc struct {
-		lock, total samples
-		cpu         time.Duration
-		blockP50    []time.Duration // per round
-	}
-	accs := make([]acc, len(targets))
-	for i, t := range targets { // warm up: connections, script caches
-		for range p.latencyWarmup {
-			if _, _, err := t.cycle(ctx); err != nil {
-				return nil, fmt.Errorf("%s: %w", t.name, err)
-			}
-		}
-		accs[i].lock = make(samples, 0, p.latencyRounds*p.latencyBlock)
-		accs[i].total = make(samples, 0, p.latencyRounds*p.latencyBlock)
-	}
-	// Interleave blocks in a random order per round, so that a noisy
-	// stretch of the machine hits every library alike.
-	for range p.latencyRounds {
-		for _, i := range rand.Perm(len(targets)) {
-			t := targets[i]
-			c0 := cpuTime()
-			for range p.latencyBlock {
-				ld, td, err := t.cycle(ctx)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", t.name, err)
-				}
-				accs[i].lock = append(accs[i].lock, ld)
-				accs[i].total = append(accs[i].total, td)
-			}
-			accs[i].cpu += cpuTime() - c0
-			accs[i].blockP50 = append(accs[i].blockP50, accs[i].total[len(accs[i].total)-p.latencyBlock:].pct(50))
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	accs, err := interleave(ctx, targets, p.latencyWarmup, p.latencyRounds, p.latencyBlock)
+	if err != nil {
+		return nil, err
 	}
 	rtt, err := pingRTT(ctx, addr, p.latencyRounds*p.latencyBlock)
 	if err != nil {
@@ -158,15 +126,14 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 	r.FloorPl = summarize(r.floorPlSamples)
 	r.floorGoSamples = accs[2].total.sorted()
 	r.FloorGo = summarize(r.floorGoSamples)
-	perCycle := func(a acc) time.Duration { return a.cpu / time.Duration(max(len(a.total), 1)) }
-	r.FloorCPU, r.FloorPlCPU, r.FloorGoCPU = perCycle(accs[0]), perCycle(accs[1]), perCycle(accs[2])
+	r.FloorCPU, r.FloorPlCPU, r.FloorGoCPU = accs[0].perCycle(), accs[1].perCycle(), accs[2].perCycle()
 	for i, lib := range libs {
 		a := accs[i+nFloors]
 		unl := make(samples, len(a.total))
 		for j := range a.total {
 			unl[j] = a.total[j] - a.lock[j]
 		}
-		ll := libLatency{Name: lib.name, Client: lib.client, Total: summarize(a.total), Lock: summarize(a.lock), Unlock: summarize(unl), CPU: perCycle(a), totalSamples: a.total.sorted()}
+		ll := libLatency{Name: lib.name, Client: lib.client, Total: summarize(a.total), Lock: summarize(a.lock), Unlock: summarize(unl), CPU: a.perCycle(), totalSamples: a.total.sorted()}
 		ll.RatioP50 = ratio(ll.Total.P50, r.Floor.P50)
 		ll.RatioP99 = ratio(ll.Total.P99, r.Floor.P99)
 		own, ownAcc := r.Floor.P50, accs[0]
@@ -196,6 +163,55 @@ func (r *latencyResult) check() error {
 		}
 	}
 	return nil
+}
+
+// timedBlocks is what interleave measured of one target.
+type timedBlocks struct {
+	lock, total samples
+	cpu         time.Duration   // this process's CPU over the timed blocks
+	blockP50    []time.Duration // the block's median, per round
+}
+
+// perCycle is the process CPU per timed cycle.
+func (a timedBlocks) perCycle() time.Duration {
+	return a.cpu / time.Duration(max(len(a.total), 1))
+}
+
+// interleave warms every target up (warmup cycles each, in order), then
+// times rounds of one block of block cycles per target, the targets in a
+// random order each round, so that a noisy stretch of the machine hits
+// every target alike. The result is in the order of targets.
+func interleave(ctx context.Context, targets []latencyTarget, warmup, rounds, block int) ([]timedBlocks, error) {
+	accs := make([]timedBlocks, len(targets))
+	for i, t := range targets { // warm up: connections, script caches
+		for range warmup {
+			if _, _, err := t.cycle(ctx); err != nil {
+				return nil, fmt.Errorf("%s: %w", t.name, err)
+			}
+		}
+		accs[i].lock = make(samples, 0, rounds*block)
+		accs[i].total = make(samples, 0, rounds*block)
+	}
+	for range rounds {
+		for _, i := range rand.Perm(len(targets)) {
+			t := targets[i]
+			c0 := cpuTime()
+			for range block {
+				ld, td, err := t.cycle(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", t.name, err)
+				}
+				accs[i].lock = append(accs[i].lock, ld)
+				accs[i].total = append(accs[i].total, td)
+			}
+			accs[i].cpu += cpuTime() - c0
+			accs[i].blockP50 = append(accs[i].blockP50, accs[i].total[len(accs[i].total)-block:].pct(50))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return accs, nil
 }
 
 // pairedRatio is the median over rounds of a[i]/b[i].

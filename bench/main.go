@@ -87,13 +87,14 @@ type results struct {
 	Errors  []string       // scenarios that failed, with why
 	Stalls  map[string]int // Lock calls cancelled after stallAfter, by scenario and library
 
-	Latency    *latencyResult
-	Throughput *throughputResult
-	Contention *contentionResult
-	Handoff    *handoffResult
-	Renewal    *renewalResult
-	RedLock    *redlockResult
-	Fleet      *fleetResult
+	Latency     *latencyResult
+	Throughput  *throughputResult
+	Contention  *contentionResult
+	Handoff     *handoffResult
+	Renewal     *renewalResult
+	RedLock     *redlockResult
+	Fleet       *fleetResult
+	ReplicaSync *replicaSyncResult
 }
 
 // scenario is one numbered scenario of the run.
@@ -132,6 +133,10 @@ var scenarios = []scenario{
 		r.Fleet, err = runFleet(ctx, p)
 		return checked(r.Fleet, err)
 	}},
+	{"replicasync", "8. replica sync: WAIT after each acquire and release", func(ctx context.Context, p params, r *results) (err error) {
+		r.ReplicaSync, err = runReplicaSync(ctx, p)
+		return checked(r.ReplicaSync, err)
+	}},
 }
 
 type checker interface{ check() error }
@@ -156,7 +161,7 @@ func main() {
 	out := flag.String("out", filepath.Join("..", "docs", "benchmarks.md"), "full mode: the page whose generated section to (re)write")
 	img := flag.String("img", filepath.Join("..", "docs", "img"), "full mode: where the SVG plots go")
 	results_ := flag.String("results", "results", "quick mode: where to write the generated page for inspection (gitignored)")
-	only := flag.String("only", "", "comma-separated scenarios to run (latency,throughput,contention,handoff,renewal,redlock,fleet); default all. A partial run never writes docs/")
+	only := flag.String("only", "", "comma-separated scenarios to run (latency,throughput,contention,handoff,renewal,redlock,fleet,replicasync); default all. A partial run never writes docs/")
 	flag.Parse()
 
 	p := fullParams()

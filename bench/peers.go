@@ -102,6 +102,9 @@ type openOpts struct {
 	lease, renew time.Duration
 	// observer receives rlock's events.
 	observer *observe.Observer
+	// replicaSync is rlock's Config.ReplicaSyncTimeout: zero means its
+	// default (1 s), negative turns replica sync off.
+	replicaSync time.Duration
 }
 
 // The polling waiters (redsync, redislock, and rlock's scripts polled)
@@ -181,7 +184,7 @@ type rlockLocker struct {
 }
 
 func openRlock(ctx context.Context, addr string, o openOpts) (locker, error) {
-	cfg := lock.Config{Addrs: []string{addr}, WatchdogTimeout: o.lease, RenewInterval: o.renew, Observer: o.observer}
+	cfg := lock.Config{Addrs: []string{addr}, WatchdogTimeout: o.lease, RenewInterval: o.renew, Observer: o.observer, ReplicaSyncTimeout: o.replicaSync}
 	if o.requests == nil {
 		c, err := lock.New(ctx, cfg)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,62 @@ func startMasters(ctx context.Context, n int) ([]*server, error) {
 		out[i] = &server{s: s}
 	}
 	return out, nil
+}
+
+// startReplicated starts a master and one replica of it on loopback,
+// both without persistence like startRedis, and returns once the master
+// lists the replica as online. The master syncs its replica without the
+// default 5 s of diskless-sync delay, which only slows the start.
+func startReplicated(ctx context.Context) (master, replica *server, err error) {
+	m, err := integration.StartRedis(ctx, integration.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the master: %w", err)
+	}
+	master = &server{s: m}
+	host, port, err := net.SplitHostPort(master.Addr())
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	rs, err := integration.StartRedis(ctx, integration.Options{Args: []string{"--replicaof", host, port}})
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("starting the replica: %w", err)
+	}
+	replica = &server{s: rs}
+	if err := awaitReplica(ctx, master.Addr()); err != nil {
+		replica.Close()
+		master.Close()
+		return nil, nil, err
+	}
+	return master, replica, nil
+}
+
+// awaitReplica waits until the master at addr lists a replica as online.
+func awaitReplica(ctx context.Context, addr string) error {
+	c, err := admin(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, err := info(ctx, c, "replication")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(m["slave0"], "state=online") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica of %s was not online after 30s (INFO replication: %v)", addr, m)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond): // the server has no event for it
+		}
+	}
 }
 
 // Addr is the address benchmarks dial: the server itself, not the test

@@ -492,5 +492,29 @@ func (r *results) markdown(img string) string {
 		table(&w, []string{"", "waiters", "their share", "fewest / most of one", "wait p50", "wait p99", "wait max", "attempts/acq", "Java after another's release", "releaser again", "Java after its own release"}, rows)
 		fmt.Fprintf(&w, "![%s](%s/bench-fleet.svg)\n\n", "Mixed fleet: the Redisson waiter's share", img)
 	}
+
+	if rs := r.ReplicaSync; rs != nil {
+		rs.markdown(&w, p)
+	}
 	return w.String()
+}
+
+// markdown writes scenario 8's section.
+func (rs *replicaSyncResult) markdown(w *strings.Builder, p params) {
+	w.WriteString("## 8. Replica sync: WAIT after each acquire and release\n\n")
+	fmt.Fprintf(w, "One master with one replica (redis-server processes on loopback without persistence; the replica attached with `--replicaof` and online before any client starts), and a second master without replicas; rlock only. One goroutine takes and releases a free lock, %d times per row (%d rounds of %d, rows interleaved in random order each round, after %d warm-up cycles), as in scenario 1. rlock runs with `lock.Config.ReplicaSyncTimeout` at its default (%v): on a master with connected replicas, each acquire and each release goes out together with a `WAIT 1 %d` on one connection (Redisson's checkLockSyncedSlaves); with -1 on the same master it sends no WAIT, nor on the master without replicas. The floor is scenario 1's, two EVALSHA round trips of a trivial script, on the master with the replica. For reference, the same round trips with a script that writes one key (SET), alone and each followed by `WAIT 1 %d` on the same connection: what any client doing synced writes pays. That script writes because WAIT waits for the replication offset of its own connection's writes; after a command that wrote nothing, what it waits for depends on the server's version and on other clients' writes. *WAITs/cycle* is counted by the row's master (INFO commandstats) over %d more cycles after the timed rounds. PING p50 to the master: %s. The benchmark and three redis-servers share the machine's CPUs.\n\n",
+		rs.Samples, p.latencyRounds, p.latencyBlock, p.latencyWarmup, syncWaitTimeout, syncWaitTimeout.Milliseconds(), syncWaitTimeout.Milliseconds(), verifyCycles, fmtDur(rs.RTT.P50))
+	var rows [][]string
+	for _, sr := range rs.Rows {
+		name, lock, unlock := sr.Name, "", ""
+		if !sr.Floor {
+			name = "**" + name + "**"
+			lock, unlock = fmtDur(sr.Lock.P50), fmtDur(sr.Unlock.P50)
+		}
+		rows = append(rows, []string{name, sr.Master, fmtDur(sr.Total.P50), fmtDur(sr.Total.P99), fmtDur(sr.Total.Mean), lock, unlock, fmtDur(sr.CPU), fx(sr.Waits), "**" + fx(sr.Paired) + "**", fx(sr.RatioP50), fx(sr.RatioP99)})
+	}
+	table(w, []string{"", "master", "p50", "p99", "mean", "Lock p50", "Unlock p50", "process CPU/cycle", "WAITs/cycle", "paired p50 / floor", "p50 / floor", "p99 / floor"}, rows)
+	fmt.Fprintf(w, "**What WAIT costs.** Here replica sync added %s to rlock's Lock+Unlock cycle at p50 (sync on against off on the same master, paired: %s×), for two WAITs, %s each on average, %s PING round trips to the master, and a WAIT after the floor's writing script added %s each (paired, against the same script without it): WAIT is answered only once the replica has acknowledged the write (the master sends it the write and REPLCONF GETACK, the replica answers REPLCONF ACK), a round trip from the master to the replica and back on loopback, after the client's own.\n\n",
+		fmtDur(rs.WaitCost), fx(rs.OnVsOff), fmtDur(rs.WaitCost/2), fx(ratio(rs.WaitCost/2, rs.RTT.P50)), fmtDur(rs.WaitCostFloor/2))
+	fmt.Fprintf(w, "With sync off, rlock on the master with the replica took %s× its time on the master without (paired p50); neither sends WAIT. *paired* ratios and differences are medians over rounds of block medians, as in scenario 1.\n\n", fx(rs.OffVsAlone))
 }
