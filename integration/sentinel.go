@@ -37,7 +37,8 @@ type SentinelOptions struct {
 	// before one fails it over. Default a majority of Sentinels.
 	Quorum int
 	// DownAfter is the sentinels' down-after-milliseconds: how long the
-	// master must not answer before a sentinel deems it down. Default 1s.
+	// master must not answer before a sentinel deems it down. Default 2s:
+	// shorter, a loaded machine sees failovers nobody asked for.
 	DownAfter time.Duration
 	// FailoverTimeout is the sentinels' failover-timeout: it bounds each
 	// step of a failover, and a sentinel waits twice as long before it
@@ -68,7 +69,7 @@ func (o SentinelOptions) withDefaults() (SentinelOptions, error) {
 		o.Quorum = o.Sentinels/2 + 1
 	}
 	if o.DownAfter == 0 {
-		o.DownAfter = time.Second
+		o.DownAfter = 2 * time.Second
 	}
 	if o.FailoverTimeout == 0 {
 		o.FailoverTimeout = 3 * time.Second

@@ -46,11 +46,15 @@ func (g *SentinelGroup) poll(ctx context.Context, what string, check func(contex
 }
 
 // logs returns the last lines of every sentinel's log, for an error.
-func (g *SentinelGroup) logs() string {
+func (g *SentinelGroup) logs() string { return g.Logs(8) }
+
+// Logs returns the last n lines of every sentinel's log (what each saw
+// and did: +sdown, +switch-master, ...), for a failing test's message.
+func (g *SentinelGroup) Logs(n int) string {
 	var b strings.Builder
 	for _, s := range g.sentinels {
 		if p, ok := s.b.(*process); ok {
-			fmt.Fprintf(&b, "\nsentinel %s log:\n%s", s.DirectAddr(), logTail(p.logSince(0), 8))
+			fmt.Fprintf(&b, "\nsentinel %s log:\n%s", s.DirectAddr(), logTail(p.logSince(0), n))
 		}
 	}
 	return b.String()
