@@ -50,6 +50,16 @@
 // temporary directories behind until the next binary using this package on
 // the same machine starts its first server and removes them.
 //
+// [StartSentinel] (and [RedisSentinel] for tests) runs a Redis Sentinel
+// deployment on the process backend: one master, its replicas and
+// redis-sentinel processes (Debian package redis-sentinel) tuned to fail
+// over within seconds. [SentinelGroup.Master] names the current master;
+// [SentinelGroup.Failover] forces a failover (SENTINEL FAILOVER);
+// [SentinelGroup.KillMaster] and [SentinelGroup.PauseMaster] fault the
+// master and [SentinelGroup.WaitNewMaster] waits for its successor;
+// [SentinelGroup.WaitHealthy] waits until the deployment could fail over
+// again. Its processes have no proxy either.
+//
 // [TestBackend] runs the package's own tests of a backend; the Docker
 // module calls it for Docker.
 //
@@ -59,7 +69,7 @@
 //
 // What the package does not do: it does not emulate random latency or packet
 // loss (only the targeted faults of [Server.Inject]),
-// it does not run Sentinel or cluster replicas, and every wait is bounded (by the
+// it does not run cluster replicas, and every wait is bounded (by the
 // caller's context or, when that has no deadline, by a default of
 // [DefaultTimeout]) rather than retried forever.
 package integration

@@ -25,10 +25,13 @@ func processAvailable() error {
 }
 
 // process runs redis-server as a child of the test binary, in root/data,
-// logging to root/redis.log.
+// logging to root/redis.log. A sentinel (conf set) runs redis-sentinel
+// with its configuration file root/sentinel.conf, which it rewrites as
+// it learns the deployment; Restart keeps it.
 type process struct {
 	opts  Options
 	bin   string
+	conf  string // the sentinel's configuration file; "" for a server
 	root  string
 	data  string
 	log   string
@@ -42,9 +45,16 @@ type process struct {
 
 // newProcess creates the directory and starts the server on a free port.
 func newProcess(ctx context.Context, opts Options) (*process, error) {
-	bin, err := exec.LookPath(backendkit.RedisServerBin)
+	return startProcess(ctx, opts, backendkit.RedisServerBin, "")
+}
+
+// startProcess creates the directory and starts bin on a free port; with
+// a sentinel configuration conf, bin is redis-sentinel and conf is
+// written to its file first.
+func startProcess(ctx context.Context, opts Options, name, conf string) (*process, error) {
+	bin, err := exec.LookPath(name)
 	if err != nil {
-		return nil, unavailable(BackendProcess, "%s not on PATH: %w", backendkit.RedisServerBin, err)
+		return nil, unavailable(BackendProcess, "%s not on PATH: %w", name, err)
 	}
 	root, err := backendkit.MakeRoot()
 	if err != nil {
@@ -59,6 +69,12 @@ func newProcess(ctx context.Context, opts Options) (*process, error) {
 	}
 	if err := os.Mkdir(p.data, 0o755); err != nil {
 		return nil, errors.Join(fmt.Errorf("rlock: integration: %w", err), os.RemoveAll(root))
+	}
+	if conf != "" {
+		p.conf = filepath.Join(root, "sentinel.conf")
+		if err := os.WriteFile(p.conf, []byte(conf), 0o644); err != nil {
+			return nil, errors.Join(fmt.Errorf("rlock: integration: %w", err), os.RemoveAll(root))
+		}
 	}
 	if opts.ClockRate > 0 {
 		if p.clock, err = backendkit.NewClock(root, opts.ClockRate, string(BackendProcess)); err != nil {
@@ -103,7 +119,12 @@ func (p *process) args() []string {
 	if p.opts.Password != "" {
 		a = append(a, "--requirepass", p.opts.Password)
 	}
-	return append(a, p.opts.Args...)
+	a = append(a, p.opts.Args...)
+	if p.conf != "" {
+		// redis-sentinel takes its configuration file first.
+		a = append([]string{p.conf}, a...)
+	}
+	return a
 }
 
 // env is the parent's environment without any preload or faketime settings,

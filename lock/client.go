@@ -33,9 +33,13 @@ type Client struct {
 	wd      *watchdog.Registry
 	obs     *observe.Observer
 
+	// sentinel: rc is rueidis's Sentinel client, whose master changes
+	// with failovers (master, followMaster).
+	sentinel bool
+
 	done    chan struct{} // closed by Close: waits end with ErrClosed
 	stopBg  context.CancelFunc
-	bg      sync.WaitGroup // the watchdog loop and the latch cleaner
+	bg      sync.WaitGroup // the watchdog loop, the latch cleaner, the master follower
 	latches chan string    // unlock latches to delete
 
 	settleCtx  context.Context // ends settlers: cancelled by Close
@@ -63,9 +67,15 @@ type subscriber interface {
 }
 
 // New connects to the master in cfg (or, with cfg.Cluster, to the
-// cluster its Addrs seed) and returns a Client. The connection is
-// checked, and rlock's scripts loaded, in one round trip per node bounded
-// by ctx and cfg.DialTimeout.
+// cluster its Addrs seed; with cfg.MasterSet, to the master its
+// sentinels name) and returns a Client. The connection is checked, and
+// rlock's scripts loaded, in one round trip per node bounded by ctx and
+// cfg.DialTimeout.
+//
+// With MasterSet, a master set the sentinels do not monitor, or Addrs
+// that are not sentinels, are ErrInvalid; sentinels none of which
+// answers, ErrUnavailable; credentials refused by a sentinel or by the
+// master, ErrAuth. The error names the master set and its sentinels.
 //
 // May return ErrInvalid, ErrUnavailable, ErrAuth.
 func New(ctx context.Context, cfg Config) (*Client, error) {
@@ -80,8 +90,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		dial = min(dial, time.Until(dl))
 	}
+	where := cfg.Addrs[0]
+	if cfg.MasterSet != "" {
+		where = sentinels(cfg)
+	}
 	if dial <= 0 {
-		return nil, join(masterErr(cfg.Addrs[0], "connect", context.DeadlineExceeded), ctx.Err())
+		return nil, join(masterErr(where, "connect", context.DeadlineExceeded), ctx.Err())
 	}
 	opt := rueidis.ClientOption{
 		InitAddress:       cfg.Addrs,
@@ -95,9 +109,15 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		Dialer:            net.Dialer{Timeout: dial},
 		ConnWriteTimeout:  max(cfg.CommandTimeout, time.Second),
 	}
+	if cfg.MasterSet != "" {
+		opt.Sentinel = sentinelOption(cfg, dial)
+	}
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, masterErr(cfg.Addrs[0], "connect", err)
+		if cfg.MasterSet != "" {
+			return nil, sentinelErr(cfg, err)
+		}
+		return nil, masterErr(where, "connect", err)
 	}
 	if cfg.Cluster && rc.Mode() != rueidis.ClientModeCluster {
 		rc.Close()
@@ -153,36 +173,47 @@ func firstNode(rc rueidis.Client) string {
 }
 
 // FromClient returns a Client on an existing rueidis client, connected to
-// one standalone master or (rueidis.ClientModeCluster) to a Redis
-// Cluster; cfg.Cluster is then implied. Close does not close rc.
-// cfg.Addrs, credentials, TLS, DB, DialTimeout and AlwaysRESP2 are rc's
-// business and are ignored. Scripts are not loaded: their first use
-// loads them (a NOSCRIPT answer costs one more round trip).
+// one standalone master, (rueidis.ClientModeCluster) to a Redis Cluster,
+// whence cfg.Cluster, or (rueidis.ClientModeSentinel) through Redis
+// Sentinel to the master of a master set, which the Client follows across
+// failovers as with Config.MasterSet. Close does not close rc.
+// cfg.Addrs, credentials, TLS, DB, DialTimeout, AlwaysRESP2, MasterSet
+// and the sentinel credentials are rc's business and are ignored.
+// Scripts are not loaded: their first use loads them (a NOSCRIPT answer
+// costs one more round trip).
 //
 // With a cluster client and PubSubAuto, FromClient sends one PUBSUB
-// SHARDNUMSUB to choose the pub/sub mode, bounded by CommandTimeout (it
-// has no context of the caller's to use: pass PubSubPlain or
-// PubSubSharded to avoid it).
+// SHARDNUMSUB to choose the pub/sub mode; with a sentinel client, one
+// ROLE, to refuse a client that sends commands to a replica (ReplicaOnly,
+// SendToReplicas). Either is bounded by CommandTimeout (it has no context
+// of the caller's to use).
 //
-// May return ErrInvalid, ErrUnavailable (the PUBSUB SHARDNUMSUB probe).
+// May return ErrInvalid, ErrUnavailable (the PUBSUB SHARDNUMSUB or ROLE
+// probe).
 func FromClient(rc rueidis.Client, cfg Config) (*Client, error) {
 	if rc == nil {
 		return nil, invalidf("nil rueidis client")
 	}
 	switch rc.Mode() {
-	case rueidis.ClientModeStandalone:
+	case rueidis.ClientModeStandalone, rueidis.ClientModeSentinel:
 		cfg.Cluster = false
 	case rueidis.ClientModeCluster:
 		cfg.Cluster = true
 	default:
-		return nil, invalidf("rueidis client in %v mode: only a standalone master or a cluster is supported", rc.Mode())
+		return nil, invalidf("rueidis client in %v mode: only a standalone master, a cluster or a sentinel client is supported", rc.Mode())
 	}
+	cfg.MasterSet, cfg.SentinelUsername, cfg.SentinelPassword = "", "", ""
 	cfg, err := cfg.withDefaults(false)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.CommandTimeout)
 	defer cancel()
+	if rc.Mode() == rueidis.ClientModeSentinel {
+		if err := checkSentinelClient(ctx, rc); err != nil {
+			return nil, err
+		}
+	}
 	return newClient(ctx, rc, cfg, false)
 }
 
@@ -227,6 +258,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		ledgers: map[holdKey]*ledger{},
 		queues:  map[string]*queue{},
 	}
+	c.sentinel = rc.Mode() == rueidis.ClientModeSentinel
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	if cfg.Cluster {
 		if t, err := slots.Read(ctx, rc); err == nil {
@@ -266,15 +298,19 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	c.bg.Add(2)
 	go func() { defer c.bg.Done(); c.wd.Run(bg) }()
 	go func() { defer c.bg.Done(); c.cleanLatches(bg) }()
+	if c.sentinel {
+		c.bg.Add(1)
+		go func() { defer c.bg.Done(); c.followMaster(bg) }()
+	}
 	return c, nil
 }
 
 // at returns the address of the master that holds name: the Client's
-// master, or in a cluster the owner of name's slot as last read (the
-// first seed when unknown).
+// master (with Sentinel, the current one), or in a cluster the owner of
+// name's slot as last read (the first seed when unknown).
 func (c *Client) at(name string) string {
 	if !c.cfg.Cluster {
-		return c.addr
+		return c.master()
 	}
 	if t := c.slotTable.Load(); t != nil {
 		if a := t.Addr(pubsub.Slot(name)); a != "" {
@@ -328,15 +364,16 @@ func (c *Client) ID() string {
 	return c.id
 }
 
-// Addr returns the master's address; in a cluster, the first seed
-// address (or, from FromClient, the lowest node address). Errors and
-// Observer events about one lock name the master that holds it instead:
-// in a cluster, the owner of its slot.
+// Addr returns the master's address; with Sentinel, the master the
+// Client talks to now, which changes with failovers; in a cluster, the
+// first seed address (or, from FromClient, the lowest node address).
+// Errors and Observer events about one lock name the master that holds
+// it instead: in a cluster, the owner of its slot.
 func (c *Client) Addr() string {
 	if !c.valid() {
 		return ""
 	}
-	return c.addr
+	return c.master()
 }
 
 // Redis returns the underlying rueidis client, for commands of your own
@@ -587,11 +624,12 @@ func (c *Client) onTick(t watchdog.Tick) {
 		return
 	}
 	var err error
+	addr := c.master()
 	if t.Err != nil {
-		err = masterErr(c.addr, "renew", t.Err)
+		err = masterErr(addr, "renew", t.Err)
 	}
 	c.obs.Renew(observe.Renew{
-		Addr: c.addr, Commands: t.Commands, RoundTrips: t.RoundTrips,
+		Addr: addr, Commands: t.Commands, RoundTrips: t.RoundTrips,
 		Renewed: t.Renewed, Lost: t.Lost, Failed: t.Failed, Duration: t.Duration, Err: err,
 	})
 }

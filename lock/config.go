@@ -54,7 +54,8 @@ type Config struct {
 	// Addrs is the address of the ONE standalone master, host:port.
 	// Default DefaultAddr. For several independent masters, make one
 	// Client each and use package multilock. With Cluster, Addrs are
-	// seed nodes of one Redis Cluster: one or several.
+	// seed nodes of one Redis Cluster: one or several. With MasterSet,
+	// they are the sentinels' addresses (required): one or several.
 	Addrs []string
 	// Cluster connects to a Redis Cluster: each lock lives on the master
 	// owning its slot, waiters subscribe there (see PubSub), and the
@@ -64,8 +65,11 @@ type Config struct {
 	// MasterSet connects through Redis Sentinel (Redisson's
 	// sentinelServersConfig, masterName): Addrs are then the sentinels'
 	// addresses, one or several, and the Client follows the master of this
-	// set across failovers. Username and Password are the master's;
-	// SentinelUsername and SentinelPassword the sentinels' own, if any.
+	// set across failovers (see the package documentation for what a
+	// failover does to held locks). Username and Password are the master's;
+	// SentinelUsername and SentinelPassword the sentinels' own, if any
+	// (ErrInvalid without MasterSet). TLS applies to the sentinels too.
+	// Not with Cluster.
 	MasterSet        string
 	SentinelUsername string
 	SentinelPassword string
@@ -90,7 +94,9 @@ type Config struct {
 	// PubSub chooses PUBLISH/SUBSCRIBE or their sharded forms. Default
 	// PubSubAuto.
 	PubSub PubSubMode
-	// DialTimeout bounds connecting. Default 5s.
+	// DialTimeout bounds connecting. Default 5s. With MasterSet, the
+	// sentinels, asked one after another, share it: each connect, and
+	// each handshake, gets DialTimeout / (2 × len(Addrs)).
 	DialTimeout time.Duration
 	// CommandTimeout bounds each single command (one acquire attempt, one
 	// release attempt, a query). Default 3s, or less when the lease
@@ -120,6 +126,9 @@ type Config struct {
 // withDefaults fills zero fields and validates the rest.
 func (c Config) withDefaults(needAddr bool) (Config, error) {
 	if needAddr {
+		if err := c.checkSentinel(); err != nil {
+			return c, err
+		}
 		if err := c.addrs(); err != nil {
 			return c, err
 		}
@@ -143,8 +152,8 @@ func (c *Config) addrs() error {
 		c.Addrs = []string{DefaultAddr}
 	case 1:
 	default:
-		if !c.Cluster {
-			return invalidf("%d addresses: a Client talks to one master (or, with Cluster, one cluster); use package multilock for several", len(c.Addrs))
+		if !c.Cluster && c.MasterSet == "" {
+			return invalidf("%d addresses: a Client talks to one master (or, with Cluster, one cluster; with MasterSet, the sentinels of one master set); use package multilock for several", len(c.Addrs))
 		}
 	}
 	for _, a := range c.Addrs {

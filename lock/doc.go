@@ -2,7 +2,9 @@
 // Redis master, wire-compatible with Redisson's RLock.
 //
 // A Client talks to one master, or (Config.Cluster) to one Redis Cluster,
-// where each lock lives on the master owning its slot. Client.Mutex names
+// where each lock lives on the master owning its slot, or
+// (Config.MasterSet) to the master that Redis Sentinel names, which it
+// follows across failovers. Client.Mutex names
 // a lock; Lock and
 // TryLock acquire it and return a Held, whose Unlock releases it:
 //
@@ -82,11 +84,35 @@
 // holder's lease runs out; they never poll. A release by a Redisson
 // service wakes rlock waiters and the reverse.
 //
+// # Sentinel
+//
+// With Config.MasterSet, Addrs are the sentinels' addresses and the
+// Client connects to the master they name; a master set they do not
+// monitor is ErrInvalid, sentinels that do not answer ErrUnavailable. On a
+// failover, rueidis switches to the new master when a sentinel announces
+// it (+switch-master), and every command, the watchdog's renewals among
+// them, goes there. The Client looks every 100ms at which master rueidis
+// talks to; when it changed, it loads its scripts there and moves its
+// subscription connection, which wakes every waiter to try again on the
+// new master, and again once its channel is subscribed there. Client.Addr
+// and errors name the master of the moment.
+//
+// What a failover does to a held lock depends on whether the lock had
+// reached the replica that was promoted. If it had, the hold goes on:
+// the watchdog renews it on the new master (provided the switch takes
+// less than the lease). If it had not (Redis replicates asynchronously),
+// the new master does not have the lock and another Client can take it:
+// the holder's next renewal finds its key gone and its Held's context
+// ends with ErrLockLost, but until then both believe they hold it. A
+// release sent in the moments between the promotion and the switch goes
+// to the old master and is lost with it: the lock stays on the new master
+// until its lease runs out.
+//
 // # What it does not guarantee
 //
 // A lock on one master is as safe as that master: a failover to a replica
-// that had not received the lock, or a restart without persistence, can
-// grant it twice. A holder paused longer than its lease (GC, SIGSTOP) can
+// that had not received the lock (Sentinel's included, see above), or a
+// restart without persistence, can grant it twice. A holder paused longer than its lease (GC, SIGSTOP) can
 // act after losing it before it notices. Use Fenced tokens checked by the
 // guarded resource, or package multilock, when that matters; see
 // docs/safety.md.

@@ -68,7 +68,10 @@ func invalidf(format string, args ...any) error {
 // ErrNotLock, ErrInvalid) and wraps the cause: the server's reply or
 // the network error.
 type MasterError struct {
-	Addr string // the master that answered (in a cluster, the slot's owner), host:port
+	// Addr is the master that answered, host:port: in a cluster, the
+	// slot's owner; with Sentinel, the master of the moment, or before
+	// one is known (New), `master set "name" (sentinels host:port, ...)`.
+	Addr string
 	Op   string // acquire, release, renew, ...
 	Err  error  // the cause
 	kind error  // the sentinel, if any
@@ -98,7 +101,11 @@ func masterErr(addr, op string, err error) error {
 	if me, ok := err.(*MasterError); ok {
 		return me
 	}
-	return &MasterError{Addr: addr, Op: op, Err: err, kind: classify(err)}
+	kind := classify(err)
+	if kind == ErrUnavailable && isReadOnly(err) {
+		err = fmt.Errorf("%w (the server is a replica: a failover is under way, or Addrs names a replica instead of the master)", err)
+	}
+	return &MasterError{Addr: addr, Op: op, Err: err, kind: kind}
 }
 
 // Redis error replies, by the sentinel a caller acts on. Matched on the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/rlock-go/rlock/lock"
@@ -211,4 +212,23 @@ func ExampleFenced() {
 	// Output:
 	// increasing: true
 	// increasing: true
+}
+
+// Redis Sentinel, as Redisson's sentinelServersConfig: the Client
+// connects to the master the sentinels name and follows it across
+// failovers. (Compiled, not run: it needs your sentinels.)
+func ExampleConfig_sentinel() {
+	ctx := context.Background()
+	c, err := lock.New(ctx, lock.Config{
+		MasterSet:        "mymaster",                                                     // masterName
+		Addrs:            []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"}, // sentinelAddresses
+		Password:         os.Getenv("REDIS_PASSWORD"),                                    // password: the master's
+		SentinelPassword: os.Getenv("REDIS_SENTINEL_PASSWORD"),                           // sentinelPassword, if any
+	})
+	if err != nil { // ErrInvalid: a master set they do not monitor; ErrUnavailable: no sentinel answers
+		fmt.Println(err)
+		return
+	}
+	defer c.Close(ctx)
+	fmt.Println("master:", c.Addr()) // the master of the moment: it changes with failovers
 }

@@ -20,6 +20,12 @@
 // re-subscription its waiters are woken again, since a release between
 // their retry and that confirmation reached nobody.
 //
+// A dedicated connection stays with the server it was made to, even when
+// the client's master changes under it (rueidis's Sentinel client after a
+// failover): Reconnect closes it on purpose, and the Hub reconnects at
+// once to wherever the client's Dedicate now leads, with the same
+// wake-ups as after a break.
+//
 // Close does no I/O: the Hub's background goroutine unsubscribes a
 // channel left without waiters. It also settles a channel whose Subscribe
 // was cut short by its ctx after SUBSCRIBE was sent (nothing stays

@@ -99,6 +99,7 @@ type Hub struct {
 	beforeConnect func()
 
 	kick chan struct{} // there is background work; capacity 1
+	soon chan struct{} // Reconnect: cut a reconnect's delay short; capacity 1
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -133,6 +134,7 @@ func New(c rueidis.Client, opts Options) *Hub {
 		channels: map[string]*channel{},
 		dirty:    map[string]bool{},
 		kick:     make(chan struct{}, 1),
+		soon:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
 }
@@ -536,6 +538,8 @@ func (h *Hub) watch(gen uint64, broken <-chan error) {
 	t := time.NewTimer(delay)
 	select {
 	case <-t.C:
+	case <-h.soon:
+		t.Stop()
 	case <-h.stop:
 		t.Stop()
 		return
@@ -600,6 +604,45 @@ func (h *Hub) resubscribe(gen uint64) {
 		return
 	}
 	h.closeConn() // its watch goroutine retries
+}
+
+// Reconnect closes the subscription connection as if it had broken:
+// every waiter is woken with Reconnect, and the Hub connects again
+// without a backoff delay (its client's Dedicate chooses where) and
+// re-subscribes every channel that has waiters, whose waiters are woken
+// again once the server confirms. When the connection is already broken,
+// it cuts the delay before the next attempt short. It first waits for a
+// subscription in progress, bounded by ctx.
+//
+// A dedicated connection stays with the server it was made to. A client
+// whose master changes under it (rueidis's Sentinel client, after a
+// failover) calls Reconnect so that the waiters follow the new master:
+// until the old one is demoted it still takes publishes of its own, and
+// those of the new master do not reach it.
+//
+// May return ErrClosed, ctx's error.
+func (h *Hub) Reconnect(ctx context.Context) error {
+	if err := h.lockSub(ctx); err != nil {
+		return err
+	}
+	defer h.unlockSub()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return ErrClosed
+	}
+	conn := h.conn
+	h.bo.Reset()
+	h.mu.Unlock()
+	if conn != nil {
+		conn.Close() // its watch goroutine wakes the waiters and reconnects
+		return nil
+	}
+	select { // a reconnect waiting out its delay goes now
+	case h.soon <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // pendingNames lists the channels with waiters that the current
