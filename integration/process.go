@@ -27,13 +27,15 @@ func processAvailable() error {
 // process runs redis-server as a child of the test binary, in root/data,
 // logging to root/redis.log.
 type process struct {
-	opts  Options
-	bin   string
-	root  string
-	data  string
-	log   string
-	port  int
-	clock *backendkit.Clock // nil without ClockRate
+	opts Options
+	bin  string
+	root string
+	data string
+	log  string
+	port int
+	// tlsPort is the TLS port with Options.TLS, else 0.
+	tlsPort int
+	clock   *backendkit.Clock // nil without ClockRate
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait has returned
@@ -69,6 +71,11 @@ func newProcess(ctx context.Context, opts Options) (*process, error) {
 		if p.port, err = backendkit.FreePort(); err != nil {
 			return nil, errors.Join(err, os.RemoveAll(root))
 		}
+		if opts.TLS != nil {
+			if p.tlsPort, err = backendkit.FreePort(); err != nil {
+				return nil, errors.Join(err, os.RemoveAll(root))
+			}
+		}
 		err = p.start(ctx)
 		if err == nil {
 			return p, nil
@@ -102,6 +109,14 @@ func (p *process) args() []string {
 	}
 	if p.opts.Password != "" {
 		a = append(a, "--requirepass", p.opts.Password)
+	}
+	if t := p.opts.TLS; t != nil {
+		auth := "no"
+		if t.AuthClients {
+			auth = "yes"
+		}
+		a = append(a, "--tls-port", strconv.Itoa(p.tlsPort), "--tls-cert-file", t.CertFile, "--tls-key-file", t.KeyFile,
+			"--tls-ca-cert-file", t.CAFile, "--tls-auth-clients", auth)
 	}
 	return append(a, p.opts.Args...)
 }
