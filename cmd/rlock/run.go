@@ -40,6 +40,14 @@ TTL as the time left; with --verbose it says so when the wait starts and
 every 5s, and how long acquiring took. --conflict-exit-code 0 skips
 silently unless --verbose; --quiet prints nothing of rlock's own.
 
+--addr takes host:port or Redisson's URLs, redis://[[user]:password@]host:port[/db]
+and rediss:// for TLS (prefer $RLOCK_PASSWORD to a password in a URL: ps
+shows arguments). --cluster makes the addresses seed nodes of one Redis
+Cluster; --sentinel-master NAME with --sentinel ADDR,... connects through
+Redis Sentinel. --redisson-config FILE reads a Redisson YAML config (the
+connection, credentials, TLS, lockWatchdogTimeout, replica sync); flags
+given override it, and --verbose lists the settings it does not use.
+
 Several comma-separated addresses are independent masters: the lock is a
 RedLock, held once a majority of them (N/2+1) granted it, or with --all a
 MultiLock, held once every one did. Each master is dialled with the same
@@ -71,7 +79,8 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT sends them over OTLP/HTTP.
 Exit codes:
   N     the command's status (128+signo if a signal killed it)
   0     also: busy with --conflict-exit-code 0
-  64    bad usage
+  64    bad usage; also MOVED: a cluster node given without --cluster
+  65    the key under NAME is not a lock (WRONGTYPE)
   69    Redis unreachable (several masters: fewer than the quorum reached)
   70    internal error
   75    lock not acquired within --wait: busy, or the quorum not had
@@ -124,7 +133,7 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
 	fs.IntVar(&o.conflict, "conflict-exit-code", exitConflict, "exit `code` when the lock is not acquired within --wait; 0 also silences the message unless --verbose")
 	fs.BoolVar(&o.all, "all", false, "with several --addr masters, every one must grant the lock (MultiLock), not a majority (RedLock)")
-	fs.BoolVar(&o.verbose, "verbose", false, "say who holds the lock while waiting (at the start and every 5s), how long acquiring took, and the command's start and end")
+	fs.BoolVar(&o.verbose, "verbose", false, "say who holds the lock while waiting (at the start and every 5s), how long acquiring took, the command's start and end, and the settings of --redisson-config not used")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of rlock's own but usage errors: only the command's output (the exit status tells the rest)")
 	fs.BoolVar(&o.noFence, "no-fence", false, "take no fencing token: no INCR of the token key (a key without TTL per lock name), no $"+envFence)
 	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward SIGINT and SIGQUIT from the terminal, and systemd's SIGTERM, although the command got them too")

@@ -112,3 +112,18 @@ func TestWrongType(t *testing.T) {
 		t.Fatalf("inspect: exit %d, want %d; stderr: %s", r.code, exitDataErr, r.stderr)
 	}
 }
+
+// TestACLRefusesTheKey: a user whose ACL does not cover the lock's key
+// connects, and its acquire is refused (NOPERM): exit 77, not "busy".
+func TestACLRefusesTheKey(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	rc := newClient(t, srv.Addr(), lock.Config{}).Redis()
+	acl := rc.B().Arbitrary("ACL", "SETUSER").Args("limited", "on", ">limited-pw", "~other:*", "&*", "+@all").Build()
+	if err := rc.Do(context.Background(), acl).Error(); err != nil {
+		t.Fatal(err)
+	}
+	r := runRlock(t, "run", "--addr", "redis://limited:limited-pw@"+srv.Addr(), "--name", lockName(t), "--", "true")
+	if r.code != exitAuth || !strings.Contains(r.stderr, "NOPERM") || strings.Contains(r.stderr, "limited-pw") {
+		t.Fatalf("exit %d, want %d; stderr: %s", r.code, exitAuth, r.stderr)
+	}
+}
