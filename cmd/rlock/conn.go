@@ -110,6 +110,13 @@ func (c *connFlags) resolve() (*connection, error) {
 		}
 	}
 	topology := !file || c.given("addr") || c.given("sentinel") || c.given("sentinel-master")
+	// The file's TLS goes with its addresses: addresses given on the
+	// command line use TLS when they say so (rediss://, --tls, --tls-*),
+	// then with the file's verification mode.
+	fileTLS := base.TLS
+	if topology {
+		base.TLS = nil
+	}
 	if c.cluster && (c.sentinelMaster != "" || (!topology && base.MasterSet != "")) {
 		return nil, usagef("--cluster and Sentinel exclude each other")
 	}
@@ -163,7 +170,7 @@ func (c *connFlags) resolve() (*connection, error) {
 		}
 	}
 	for _, g := range groups {
-		lc, err := c.master(base, g)
+		lc, err := c.master(base, g, fileTLS)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +254,7 @@ func parseAddrs(flag, list string) ([]addrSpec, error) {
 // master is the lock.Config of one Client on the addresses g (one
 // master, the seeds of a cluster, or the sentinels): base with g's
 // addresses, their URL credentials and database, and TLS.
-func (c *connFlags) master(base lock.Config, g []addrSpec) (lock.Config, error) {
+func (c *connFlags) master(base lock.Config, g []addrSpec, fileTLS *tls.Config) (lock.Config, error) {
 	lc := base
 	lc.Addrs = nil
 	first := g[0]
@@ -279,20 +286,24 @@ func (c *connFlags) master(base lock.Config, g []addrSpec) (lock.Config, error) 
 		return lc, usagef("database %d with --cluster: a Redis Cluster has database 0 only", lc.DB)
 	}
 	var err error
-	lc.TLS, err = c.tlsConfig(lc.TLS, first.TLS)
+	lc.TLS, err = c.tlsConfig(lc.TLS, first.TLS, fileTLS)
 	return lc, err
 }
 
-// tlsConfig returns the TLS configuration: base (a file's, modified in
-// place: its CA_ONLY check reads the roots set here), or a new one when
-// --tls, a --tls-* flag or a rediss:// address asks for TLS; nil
-// without TLS.
-func (c *connFlags) tlsConfig(base *tls.Config, rediss bool) (*tls.Config, error) {
+// tlsConfig returns the TLS configuration: base (a file's, for its own
+// addresses), or, when --tls, a --tls-* flag or a rediss:// address asks
+// for TLS, fileTLS (a file's, for addresses given on the command line)
+// or a new one; nil without TLS. A file's is modified in place: its
+// CA_ONLY check reads the roots set here.
+func (c *connFlags) tlsConfig(base *tls.Config, rediss bool, fileTLS *tls.Config) (*tls.Config, error) {
 	on := base != nil || rediss || c.tls || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "" || c.tlsServerName != ""
 	if !on {
 		return nil, nil
 	}
 	cfg := base
+	if cfg == nil {
+		cfg = fileTLS
+	}
 	if cfg == nil {
 		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
 	}

@@ -185,6 +185,20 @@ checkLockSyncedSlaves: false
 	if c := conn.masters[0]; err != nil || !c.Cluster || !slices.Equal(c.Addrs, []string{"10.0.0.3:6379"}) {
 		t.Fatalf("--cluster makes the file's address a seed: %v %+v", err, c)
 	}
+	caOnly := writeFile(t, "tls.yaml", "singleServerConfig: {address: 'rediss://10.0.0.4:6379'}\nsslVerificationMode: CA_ONLY\n")
+	conn, err = resolveArgs(t, "--redisson-config", caOnly)
+	if c := conn.masters[0]; err != nil || c.TLS == nil || !c.TLS.InsecureSkipVerify || c.TLS.VerifyConnection == nil {
+		t.Fatalf("the file's CA_ONLY TLS: %v %+v", err, c.TLS)
+	}
+	conn, err = resolveArgs(t, "--redisson-config", caOnly, "--addr", "10.0.0.5:6379")
+	if c := conn.masters[0]; err != nil || c.TLS != nil {
+		t.Fatalf("a plain --addr over a TLS file: %v, TLS %+v, want none", err, c.TLS)
+	}
+	conn, err = resolveArgs(t, "--redisson-config", caOnly, "--addr", "rediss://10.0.0.5:6379")
+	if c := conn.masters[0]; err != nil || c.TLS == nil || c.TLS.VerifyConnection == nil {
+		t.Fatalf("a rediss:// --addr over a CA_ONLY file keeps its verification mode: %v, TLS %+v", err, c.TLS)
+	}
+
 	var o runOptions
 	if err := parse(newRunFlags(&o), []string{"--redisson-config", single, "--watchdog-timeout", "4s", "--name", "x"}); err != nil {
 		t.Fatal(err)
