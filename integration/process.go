@@ -29,14 +29,16 @@ func processAvailable() error {
 // with its configuration file root/sentinel.conf, which it rewrites as
 // it learns the deployment; Restart keeps it.
 type process struct {
-	opts  Options
-	bin   string
-	conf  string // the sentinel's configuration file; "" for a server
-	root  string
-	data  string
-	log   string
-	port  int
-	clock *backendkit.Clock // nil without ClockRate
+	opts Options
+	bin  string
+	conf string // the sentinel's configuration file; "" for a server
+	root string
+	data string
+	log  string
+	port int
+	// tlsPort is the TLS port with Options.TLS, else 0.
+	tlsPort int
+	clock   *backendkit.Clock // nil without ClockRate
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait has returned
@@ -85,6 +87,11 @@ func startProcess(ctx context.Context, opts Options, name, conf string) (*proces
 		if p.port, err = backendkit.FreePort(); err != nil {
 			return nil, errors.Join(err, os.RemoveAll(root))
 		}
+		if opts.TLS != nil {
+			if p.tlsPort, err = backendkit.FreePort(); err != nil {
+				return nil, errors.Join(err, os.RemoveAll(root))
+			}
+		}
 		err = p.start(ctx)
 		if err == nil {
 			return p, nil
@@ -118,6 +125,14 @@ func (p *process) args() []string {
 	}
 	if p.opts.Password != "" {
 		a = append(a, "--requirepass", p.opts.Password)
+	}
+	if t := p.opts.TLS; t != nil {
+		auth := "no"
+		if t.AuthClients {
+			auth = "yes"
+		}
+		a = append(a, "--tls-port", strconv.Itoa(p.tlsPort), "--tls-cert-file", t.CertFile, "--tls-key-file", t.KeyFile,
+			"--tls-ca-cert-file", t.CAFile, "--tls-auth-clients", auth)
 	}
 	a = append(a, p.opts.Args...)
 	if p.conf != "" {

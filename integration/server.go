@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -56,6 +58,24 @@ type Options struct {
 	// it: the image carries the host's copy, and without it the container's
 	// clock would silently stay real.
 	ClockRate float64
+
+	// TLS, when set, makes the server accept TLS connections too, on a
+	// port of their own (Server.TLSAddr), besides its plain port (Addr,
+	// DirectAddr), which this package keeps using to manage it. Process
+	// backend only.
+	TLS *TLSOptions
+}
+
+// TLSOptions are a server's TLS files (PEM) and client policy: what
+// redis-server's tls-cert-file, tls-key-file, tls-ca-cert-file and
+// tls-auth-clients take.
+type TLSOptions struct {
+	CertFile string // the server's certificate
+	KeyFile  string // its private key
+	CAFile   string // the CA that client certificates must chain to (redis-server requires one)
+	// AuthClients requires clients to present a certificate signed by
+	// CAFile; without it, they may but need not.
+	AuthClients bool
 }
 
 // RestartOptions describes a restart.
@@ -116,6 +136,9 @@ func startServer(ctx context.Context, opts Options, withProxy bool) (*Server, er
 	kind, err := chooseBackend(opts.Backend)
 	if err != nil {
 		return nil, err
+	}
+	if opts.TLS != nil && kind != BackendProcess {
+		return nil, fmt.Errorf("rlock: integration: TLS runs on the process backend only, not %q", kind)
 	}
 	backendkit.ReapDirs()
 	var b backend
@@ -201,6 +224,16 @@ func (s *Server) Addr() string {
 // proxy: for administrative commands and benchmarks. It stays the same
 // across Kill and Restart.
 func (s *Server) DirectAddr() string { return s.b.directAddr() }
+
+// TLSAddr is the "127.0.0.1:port" of the server's TLS port, without a
+// proxy; "" for a server started without Options.TLS. It stays the same
+// across Kill and Restart.
+func (s *Server) TLSAddr() string {
+	if p, ok := s.b.(*process); ok && p.tlsPort != 0 {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.tlsPort))
+	}
+	return ""
+}
 
 // Password is Options.Password, for building clients.
 func (s *Server) Password() string { return s.opts.Password }

@@ -113,8 +113,15 @@ type Config struct {
 	// WatchdogTimeout; negative: no check (checkLockSyncedSlaves false).
 	ReplicaSyncTimeout time.Duration
 	// NameMapper maps every lock name before it becomes a key, as a
-	// Redisson nameMapper does: Java and Go services on the same locks
-	// must map names alike. Default none.
+	// Redisson nameMapper does: Client.Mutex(name) is the lock
+	// NameMapper(name), whose key, unlock channel, latch and token names
+	// all derive from the mapped name, and Mutex.Name and Held.Name return
+	// the mapped name (what Redis holds). A mapped name that is empty,
+	// longer than 8 KiB or not UTF-8 is ErrInvalid, like any name. Java
+	// and Go services on the same locks must map names alike: a Redisson
+	// nameMapper and no NameMapper (or the reverse) lock different keys
+	// and do not exclude each other. It must be safe for concurrent use.
+	// Default none.
 	NameMapper func(name string) string
 	// AlwaysRESP2 speaks RESP2 only: for servers without RESP3, such as
 	// an embedded miniredis.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 
@@ -26,23 +25,30 @@ type Mutex struct {
 }
 
 // Mutex returns the lock called name. The name is Redisson's lock name
-// as is: a Java service's redisson.getLock(name) is the same lock. A bad
-// name (empty, longer than 8 KiB, not UTF-8) is reported by every
-// method of the Mutex as ErrInvalid.
+// as is: a Java service's redisson.getLock(name) is the same lock. With
+// Config.NameMapper, the name is mapped first, as Redisson's nameMapper
+// maps it: the mapped name is the key, and the channel, latch and token
+// names derive from it. A bad name (empty, longer than 8 KiB, not UTF-8),
+// before or after mapping, is reported by every method of the Mutex as
+// ErrInvalid.
 func (c *Client) Mutex(name string) *Mutex {
 	m := &Mutex{c: c, name: name}
-	switch {
-	case name == "":
-		m.err = invalidf("empty lock name")
-	case len(name) > maxNameLen:
-		m.err = invalidf("lock name of %d bytes, more than %d", len(name), maxNameLen)
-	case !utf8.ValidString(name):
-		m.err = invalidf("lock name is not UTF-8")
+	if bad := badName(name); bad != "" {
+		m.err = invalidf("%s", bad)
+		return m
+	}
+	if c != nil && c.cfg.NameMapper != nil {
+		m.name = c.cfg.NameMapper(name)
+		if bad := badName(m.name); bad != "" {
+			m.err = invalidf("Config.NameMapper mapped lock name %q to a bad one: %s", name, bad)
+		}
 	}
 	return m
 }
 
-// Name returns the lock name ("" for a nil Mutex).
+// Name returns the lock name as Redis holds it: the name given to
+// Client.Mutex, or with Config.NameMapper the mapped one ("" for a nil
+// Mutex).
 func (m *Mutex) Name() string {
 	if m == nil {
 		return ""

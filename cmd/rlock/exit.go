@@ -1,12 +1,15 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"github.com/redis/rueidis"
 
 	"github.com/rlock-go/rlock/lock"
 )
@@ -22,7 +25,8 @@ const (
 	// exitUsage: bad usage — unknown flag, missing or empty name, bad
 	// duration, no command, an address given twice (EX_USAGE).
 	exitUsage = 64
-	// exitDataErr: inspect found a key that is not a lock (EX_DATAERR).
+	// exitDataErr: the key under the lock's name is not a lock: inspect
+	// found another type, run got WRONGTYPE (EX_DATAERR).
 	exitDataErr = 65
 	// exitUnavailable: Redis could not be reached or did not answer; with
 	// several masters, fewer than the quorum could (EX_UNAVAILABLE).
@@ -90,12 +94,43 @@ func codeOf(err error, conflict int) int {
 		return exitAuth
 	case errors.Is(err, lock.ErrLockLost):
 		return exitLost
+	case errors.Is(err, lock.ErrNotLock):
+		return exitDataErr
 	case errors.Is(err, lock.ErrNotAcquired):
 		return conflict
 	case errors.Is(err, lock.ErrUnavailable):
 		return exitUnavailable
 	}
 	return exitSoftware
+}
+
+// withHint adds to err what to do about it, for the errors that come
+// from a wrong set-up rather than from the lock: MOVED (a cluster node
+// given without --cluster), WRONGTYPE (the name's key holds something
+// else), a server certificate that does not verify.
+func withHint(err error) error {
+	var cv *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &cv):
+		return fmt.Errorf("%w: give the CA that signed it with --tls-ca, or the name it carries with --tls-server-name", err)
+	case isMoved(err):
+		return fmt.Errorf("%w: the address is a node of a Redis Cluster, and another node holds this key: add --cluster", err)
+	case errors.Is(err, lock.ErrNotLock):
+		return fmt.Errorf("%w: rlock inspect shows what the key holds", err)
+	}
+	return err
+}
+
+// isMoved reports a MOVED or ASK redirection: the server is a Redis
+// Cluster node, and the key's slot is served by another.
+func isMoved(err error) bool {
+	var re *rueidis.RedisError
+	if errors.As(err, &re) {
+		_, moved := re.IsMoved()
+		_, ask := re.IsAsk()
+		return moved || ask
+	}
+	return false
 }
 
 // commandStatus is the exit status a shell would report for a command

@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
-const inspectUsage = `rlock inspect [--addr HOST:PORT] [--json] NAME
+const inspectUsage = `rlock inspect [--addr HOST:PORT] [--cluster] [--redisson-config FILE] [--json] NAME
 
 Shows the lock NAME as Redis holds it: its holders (hash field, hold count,
 the field split into client id and owner id, and for an rlock CLI's
@@ -34,24 +35,29 @@ Warnings (lines "warning:", or "warnings" in JSON) flag a lock whose key
 has no TTL (it never expires: blocking waiters wait forever), several
 holders of one lock, and a layout rlock cannot read.
 
+It takes run's connection flags: --cluster, --sentinel-master with
+--sentinel, --db, TLS, and --redisson-config (its warnings with --verbose).
+
 Exit codes:
   0     the lock was read: held or not (warnings do not change this)
   1     another error from Redis
-  64    bad usage
+  64    bad usage; also MOVED: a cluster node given without --cluster
   65    the key exists but is not a lock (a string, a list, ...)
   69    Redis could not be reached
   77    Redis refused the credentials`
 
 // inspectOptions are inspect's flags.
 type inspectOptions struct {
-	conn connFlags
-	json bool
+	conn    connFlags
+	json    bool
+	verbose bool
 }
 
 func newInspectFlags(o *inspectOptions) *flag.FlagSet {
 	fs := newFlagSet("inspect")
-	o.conn.register(fs)
+	o.conn.register(fs, "Redis master `host:port` or redis:// URL (with --cluster: a seed node of the cluster); $"+envAddr+" sets the default")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
+	fs.BoolVar(&o.verbose, "verbose", false, "print the warnings of --redisson-config on stderr")
 	return fs
 }
 
@@ -117,25 +123,32 @@ func inspectMain(args []string) error {
 	case len(pos) > 1:
 		return usagef("inspect: one lock NAME, got %d arguments", len(pos))
 	}
-	addrs, err := o.conn.addrs()
+	conn, err := o.conn.resolve()
 	if err != nil {
 		return err
 	}
-	if len(addrs) > 1 {
-		return usagef("inspect: one --addr at a time (inspect each master of a RedLock separately)")
+	if len(conn.masters) > 1 {
+		return usagef("inspect: one --addr at a time (inspect each master of a RedLock separately), or --cluster for the seeds of one cluster")
+	}
+	if o.verbose {
+		o.conn.printWarnings(conn)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout+5*time.Second)
 	defer cancel()
-	info, err := inspect(ctx, o.conn, addrs[0], pos[0])
+	info, err := inspect(ctx, conn.masters[0], pos[0])
 	if err != nil {
 		code := exitError
 		switch {
+		case errors.Is(err, lock.ErrInvalid):
+			code = exitUsage
 		case isAuthError(err):
 			code = exitAuth
+		case isMoved(err):
+			code = exitUsage
 		case isNetError(err):
 			code = exitUnavailable
 		}
-		return exitWith(code, err)
+		return exitWith(code, withHint(err))
 	}
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
@@ -163,8 +176,8 @@ func isAuthError(err error) bool {
 
 // isNetError reports a failure to reach Redis (not an error reply).
 func isNetError(err error) bool {
-	_, isRedis := rueidis.IsRedisErr(err)
-	return !isRedis
+	var re *rueidis.RedisError
+	return !errors.As(err, &re)
 }
 
 // warn adds the warnings that info calls for.
@@ -205,22 +218,35 @@ func fieldSet(info *lockInfo) map[string]bool {
 	return m
 }
 
-// inspect reads everything about the lock name in one round trip.
-func inspect(ctx context.Context, conn connFlags, addr, name string) (*lockInfo, error) {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:       []string{addr},
-		Username:          conn.username,
-		Password:          conn.password,
-		TLSConfig:         conn.tlsConfig(addr),
-		ForceSingleClient: true,
+// inspect reads everything about the lock name in one round trip (in a
+// cluster, one per node for the subscribers of the unlock channel).
+func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error) {
+	opt := rueidis.ClientOption{
+		InitAddress:       lc.Addrs,
+		Username:          lc.Username,
+		Password:          lc.Password,
+		TLSConfig:         lc.TLS,
+		SelectDB:          lc.DB,
+		ForceSingleClient: !lc.Cluster && lc.MasterSet == "",
 		DisableCache:      true,
 		Dialer:            net.Dialer{Timeout: dialTimeout},
 		ConnWriteTimeout:  dialTimeout,
-	})
+	}
+	where := strings.Join(lc.Addrs, ",")
+	if lc.MasterSet != "" {
+		opt.Sentinel = rueidis.SentinelOption{MasterSet: lc.MasterSet, Username: lc.SentinelUsername, Password: lc.SentinelPassword,
+			TLSConfig: lc.TLS, Dialer: net.Dialer{Timeout: dialTimeout}}
+		where = fmt.Sprintf("master set %s via %s", lc.MasterSet, where)
+	}
+	rc, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+		return nil, fmt.Errorf("connecting to %s: %w", where, err)
 	}
 	defer rc.Close()
+	if lc.Cluster && rc.Mode() != rueidis.ClientModeCluster {
+		return nil, fmt.Errorf("%w: --cluster, but %s is not a cluster node (cluster-enabled no)", lock.ErrInvalid, where)
+	}
+	addr := where
 
 	info := &lockInfo{
 		Name: name, Addr: addr, Holders: []holder{}, Warnings: []string{},
@@ -264,6 +290,13 @@ func inspect(ctx context.Context, conn connFlags, addr, name string) (*lockInfo,
 	} else {
 		info.Subscribers = n
 	}
+	if lc.Cluster {
+		// Each node counts only its own subscribers (PUBSUB NUMSUB went to
+		// any one of them): add up every node's.
+		if info.Subscribers, err = clusterNumsub(ctx, rc, info.Channel); err != nil {
+			return nil, err
+		}
+	}
 	if n, err := numsub(res[5], info.Channel); err == nil {
 		info.ShardSubscribers = &n
 	} else if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
@@ -296,6 +329,20 @@ func holders(fields map[string]string) (hs []holder, ok bool) {
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Field < hs[j].Field })
 	return hs, ok
+}
+
+// clusterNumsub adds up PUBSUB NUMSUB of channel over every node of the
+// cluster rc.
+func clusterNumsub(ctx context.Context, rc rueidis.Client, channel string) (int64, error) {
+	var total int64
+	for addr, node := range rc.Nodes() {
+		n, err := numsub(node.Do(ctx, node.B().PubsubNumsub().Channel(channel).Build()), channel)
+		if err != nil {
+			return 0, fmt.Errorf("PUBSUB NUMSUB on %s: %w", addr, err)
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // numsub reads the count of channel from a PUBSUB (SHARD)NUMSUB reply:

@@ -67,19 +67,24 @@ type lockOptions struct {
 
 // lockerConfig describes the lock to take.
 type lockerConfig struct {
-	conn            connFlags
-	addrs           []string // one master; several for a RedLock
-	all             bool     // several masters: every one must grant (MultiLock)
+	// masters are the Config of each Client: one for a master, a cluster
+	// or a sentinel set; one per master for a RedLock.
+	masters         []lock.Config
+	all             bool // several masters: every one must grant (MultiLock)
 	name            string
 	watchdogTimeout time.Duration     // 0: lock.DefaultWatchdogTimeout
 	observer        *observe.Observer // every Client's; nil: none
 }
 
-// clientConfig is the lock.Config of the master at addr.
-func (cfg lockerConfig) clientConfig(addr string) lock.Config {
-	lc := cfg.conn.lockConfig(addr)
+// clientConfig is the lock.Config of master i: with rlock's client id,
+// the --watchdog-timeout given (else --redisson-config's) and the
+// observer.
+func (cfg lockerConfig) clientConfig(i int) lock.Config {
+	lc := cfg.masters[i]
 	lc.ClientID = cliClientID()
-	lc.WatchdogTimeout = cfg.watchdogTimeout
+	if cfg.watchdogTimeout != 0 {
+		lc.WatchdogTimeout = cfg.watchdogTimeout
+	}
 	lc.Observer = cfg.observer
 	return lc
 }
@@ -87,12 +92,14 @@ func (cfg lockerConfig) clientConfig(addr string) lock.Config {
 // checkLocker rejects, before anything is dialled, what newLocker cannot
 // build.
 func checkLocker(cfg lockerConfig) error {
-	seen := make(map[string]bool, len(cfg.addrs))
-	for _, a := range cfg.addrs {
-		if seen[a] {
-			return usagef("--addr lists %s twice: give each master once", a)
+	seen := make(map[string]bool)
+	for _, m := range cfg.masters {
+		for _, a := range m.Addrs {
+			if seen[a] {
+				return usagef("--addr lists %s twice: give each master once", a)
+			}
+			seen[a] = true
 		}
-		seen[a] = true
 	}
 	return nil
 }
@@ -106,10 +113,10 @@ func newLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	if err := checkLocker(cfg); err != nil {
 		return nil, err
 	}
-	if len(cfg.addrs) > 1 {
+	if len(cfg.masters) > 1 {
 		return newMultiLocker(ctx, cfg)
 	}
-	c, err := lock.New(ctx, cfg.clientConfig(cfg.addrs[0]))
+	c, err := lock.New(ctx, cfg.clientConfig(0))
 	if err != nil {
 		return nil, err
 	}

@@ -2,20 +2,15 @@ package main
 
 import (
 	"bytes"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
-
-	"github.com/rlock-go/rlock/lock"
 )
 
 // version is set at link time: go build -ldflags "-X main.version=v1.2.3".
@@ -235,105 +230,6 @@ var errOut io.Writer = os.Stderr
 // dialTimeout bounds connecting to Redis, so that an unreachable address
 // fails in seconds (exit 69) instead of hanging.
 const dialTimeout = 3 * time.Second
-
-// Environment variables read by run and inspect.
-const (
-	envAddr     = "RLOCK_ADDR"     // default --addr
-	envPassword = "RLOCK_PASSWORD" // default --password (keeps it out of ps)
-)
-
-// connFlags are the flags that say how to reach Redis, shared by run and
-// inspect.
-type connFlags struct {
-	addr     string
-	username string
-	password string
-	tls      bool
-}
-
-// register adds the connection flags to fs, with defaults from the
-// environment.
-func (c *connFlags) register(fs *flag.FlagSet) {
-	c.registerAddr(fs, "Redis master `host:port`; $"+envAddr+" sets the default")
-	c.registerAuth(fs)
-}
-
-// registerAddr adds --addr to fs, described by usage.
-func (c *connFlags) registerAddr(fs *flag.FlagSet, usage string) {
-	fs.StringVar(&c.addr, "addr", envOr(envAddr, lock.DefaultAddr), usage)
-}
-
-// registerAuth adds the credential and TLS flags to fs.
-func (c *connFlags) registerAuth(fs *flag.FlagSet) {
-	fs.StringVar(&c.username, "username", "", "ACL `user` (default: the default user)")
-	// The default comes from the environment after parsing (see addrs),
-	// so that help never prints it.
-	fs.StringVar(&c.password, "password", "",
-		"`password`; default $"+envPassword+", which, unlike the flag, ps does not show")
-	fs.BoolVar(&c.tls, "tls", false, "connect with TLS, verifying the server's certificate")
-}
-
-// addrs returns the comma-separated addresses of --addr, each checked to
-// be host:port. Several addresses mean several independent masters
-// (RedLock); the caller decides whether it supports them.
-//
-// It also applies $RLOCK_PASSWORD when --password was not given; call it
-// after parsing.
-func (c *connFlags) addrs() ([]string, error) {
-	if c.password == "" {
-		c.password = os.Getenv(envPassword)
-	}
-	if strings.TrimSpace(c.addr) == "" {
-		return nil, usagef("--addr is empty")
-	}
-	parts := strings.Split(c.addr, ",")
-	out := make([]string, 0, len(parts))
-	for _, a := range parts {
-		a = strings.TrimSpace(a)
-		if strings.Contains(a, "@") {
-			// A URL with credentials: never echo them.
-			return nil, usagef("--addr %q: want host:port; credentials go in --username and $%s, not the address", redactAddr(a), envPassword)
-		}
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			return nil, usagef("--addr %q: want host:port", a)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// tlsConfig returns the TLS configuration for addr, or nil without --tls.
-func (c *connFlags) tlsConfig(addr string) *tls.Config {
-	if !c.tls {
-		return nil
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	return &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-}
-
-// lockConfig is the lock.Config for one master at addr.
-func (c *connFlags) lockConfig(addr string) lock.Config {
-	return lock.Config{
-		Addrs:       []string{addr},
-		Username:    c.username,
-		Password:    c.password,
-		TLS:         c.tlsConfig(addr),
-		DialTimeout: dialTimeout,
-	}
-}
-
-// redactAddr hides the credentials of an address given as a URL
-// ("redis://user:secret@host:6379") or as "secret@host:port".
-func redactAddr(a string) string {
-	if u, err := url.Parse(a); err == nil && u.User != nil {
-		u.User = url.User("xxxxx")
-		return u.String()
-	}
-	if i := strings.LastIndexByte(a, '@'); i >= 0 {
-		return "xxxxx@" + a[i+1:]
-	}
-	return a
-}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -69,13 +69,13 @@ func lockKind(n int, all bool) string {
 // masters reached: the joined errors of those that were not), or
 // lock.ErrInvalid.
 func newMultiLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
-	n := len(cfg.addrs)
+	n := len(cfg.masters)
 	need, kind := masterNeed(n, cfg.all), lockKind(n, cfg.all)
 	cs := make([]*lock.Client, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, addr := range cfg.addrs {
-		lc := cfg.clientConfig(addr)
+	for i := range cfg.masters {
+		lc := cfg.clientConfig(i)
 		// At most multiCommandTimeout, and less for a short lease (the
 		// Client's own default then applies).
 		if wd := lc.WatchdogTimeout; wd == 0 || multiCommandTimeout+max(lc.RenewInterval, wd/3) < wd {

@@ -28,7 +28,7 @@ Acquires the lock NAME, runs COMMAND (without a shell) with stdin, stdout
 and stderr passed through, releases the lock when it exits, and exits with
 its status (128+signo if a signal killed it). Without --lease the lock is
 renewed for as long as the command runs. The command's environment is
-rlock's without RLOCK_PASSWORD, plus RLOCK_NAME (the lock name),
+rlock's without RLOCK_PASSWORD and RLOCK_SENTINEL_PASSWORD, plus RLOCK_NAME (the lock name),
 RLOCK_FENCE (a fencing token that strictly increases with every
 acquisition of NAME; not with --no-fence) and, when rlock traces,
 TRACEPARENT of its hold span.
@@ -39,6 +39,14 @@ holder is an rlock) and says whether its lease is being renewed, never a
 TTL as the time left; with --verbose it says so when the wait starts and
 every 5s, and how long acquiring took. --conflict-exit-code 0 skips
 silently unless --verbose; --quiet prints nothing of rlock's own.
+
+--addr takes host:port or Redisson's URLs, redis://[[user]:password@]host:port[/db]
+and rediss:// for TLS (prefer $RLOCK_PASSWORD to a password in a URL: ps
+shows arguments). --cluster makes the addresses seed nodes of one Redis
+Cluster; --sentinel-master NAME with --sentinel ADDR,... connects through
+Redis Sentinel. --redisson-config FILE reads a Redisson YAML config (the
+connection, credentials, TLS, lockWatchdogTimeout, replica sync); flags
+given override it, and --verbose lists the settings it does not use.
 
 Several comma-separated addresses are independent masters: the lock is a
 RedLock, held once a majority of them (N/2+1) granted it, or with --all a
@@ -71,7 +79,8 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT sends them over OTLP/HTTP.
 Exit codes:
   N     the command's status (128+signo if a signal killed it)
   0     also: busy with --conflict-exit-code 0
-  64    bad usage
+  64    bad usage; also MOVED: a cluster node given without --cluster
+  65    the key under NAME is not a lock (WRONGTYPE)
   69    Redis unreachable (several masters: fewer than the quorum reached)
   70    internal error
   75    lock not acquired within --wait: busy, or the quorum not had
@@ -116,8 +125,7 @@ type runOptions struct {
 
 func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs := newFlagSet("run")
-	o.conn.registerAddr(fs, "Redis master `host:port`, or several comma-separated independent masters for a RedLock; $"+envAddr+" sets the default")
-	o.conn.registerAuth(fs)
+	o.conn.register(fs, "Redis master `host:port` or redis:// URL, or several comma-separated independent masters for a RedLock (with --cluster: seed nodes of one cluster); $"+envAddr+" sets the default")
 	fs.StringVar(&o.name, "name", "", "lock `name` (required): Redisson's lock name, as is")
 	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration` (30s, 2m), seconds as flock takes them (5, 0.5), or forever (default 0: one attempt)")
 	fs.DurationVar(&o.lease, "lease", 0, "hold the lock at most this long, without renewal; the command is stopped when it runs out (default: renewed while the command runs)")
@@ -125,7 +133,7 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
 	fs.IntVar(&o.conflict, "conflict-exit-code", exitConflict, "exit `code` when the lock is not acquired within --wait; 0 also silences the message unless --verbose")
 	fs.BoolVar(&o.all, "all", false, "with several --addr masters, every one must grant the lock (MultiLock), not a majority (RedLock)")
-	fs.BoolVar(&o.verbose, "verbose", false, "say who holds the lock while waiting (at the start and every 5s), how long acquiring took, and the command's start and end")
+	fs.BoolVar(&o.verbose, "verbose", false, "say who holds the lock while waiting (at the start and every 5s), how long acquiring took, the command's start and end, and the settings of --redisson-config not used")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of rlock's own but usage errors: only the command's output (the exit status tells the rest)")
 	fs.BoolVar(&o.noFence, "no-fence", false, "take no fencing token: no INCR of the token key (a key without TTL per lock name), no $"+envFence)
 	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward SIGINT and SIGQUIT from the terminal, and systemd's SIGTERM, although the command got them too")
@@ -162,16 +170,19 @@ func runMain(args []string) error {
 	if err := checkTrace("run", o.trace); err != nil {
 		return err
 	}
-	addrs, err := o.conn.addrs()
+	conn, err := o.conn.resolve()
 	if err != nil {
 		return err
 	}
-	cfg := lockerConfig{conn: o.conn, addrs: addrs, all: o.all, name: o.name, watchdogTimeout: o.watchdogTimeout}
+	cfg := lockerConfig{masters: conn.masters, all: o.all, name: o.name, watchdogTimeout: o.watchdogTimeout}
 	if err := checkLocker(cfg); err != nil {
 		return err
 	}
 	if o.quiet {
 		errOut = io.Discard
+	}
+	if o.verbose {
+		o.conn.printWarnings(conn)
 	}
 
 	// Flushed last, once signals are no longer caught: a Ctrl-C during a
@@ -191,8 +202,8 @@ func runMain(args []string) error {
 	// every master are its children, in one trace.
 	ctx, span := tr.start(contextFromEnv(context.Background()), "rlock run",
 		attribute.String("rlock.lock.name", o.name),
-		attribute.String("rlock.lock.kind", lockKind(len(addrs), o.all)),
-		attribute.Int("rlock.masters", len(addrs)),
+		attribute.String("rlock.lock.kind", lockKind(len(conn.masters), o.all)),
+		attribute.Int("rlock.masters", len(conn.masters)),
 		attribute.String("process.command", argv[0]))
 	r := &runner{o: o, argv: argv, sigc: sigc, hook: hook, tr: tr}
 	err = r.run(ctx, cfg)
@@ -278,7 +289,7 @@ func (r *runner) connect(ctx context.Context, cfg lockerConfig) (locker, error) 
 	defer cancel()
 	lk, err := newLocker(cctx, cfg)
 	if err != nil {
-		return nil, exitWith(codeOf(err, exitSoftware), err) // err names the address
+		return nil, exitWith(codeOf(err, exitSoftware), withHint(err)) // err names the address
 	}
 	return lk, nil
 }
@@ -318,14 +329,26 @@ func (r *runner) acquire(ctx context.Context, lk locker) error {
 			fmt.Fprintln(errOut, prefixed(msg))
 		}
 		return nil
-	case errors.Is(err, lock.ErrNotAcquired) && context.Cause(ctx) == nil:
+	case errors.Is(err, lock.ErrNotAcquired) && context.Cause(ctx) == nil && !r.refused(lk, err):
 		if r.o.conflict == exitOK && !r.o.verbose {
 			// A skip that cron must not mail about.
 			return exitWith(exitOK, nil)
 		}
 		return exitWith(r.o.conflict, r.busy(lk, err, first))
 	}
-	return exitWith(codeOf(err, r.o.conflict), fmt.Errorf("acquiring lock %q: %w", r.o.name, err))
+	return exitWith(codeOf(err, r.o.conflict), withHint(fmt.Errorf("acquiring lock %q: %w", r.o.name, err)))
+}
+
+// refused reports an attempt on one master that waiting cannot make
+// succeed, whatever it says of the lock: the key is not a lock
+// (WRONGTYPE), the address is a cluster node given without --cluster
+// (MOVED), the server refuses the credentials. (With several masters,
+// such a master is one that did not grant: the quorum decides.)
+func (r *runner) refused(lk locker, err error) bool {
+	if _, multi := lk.(*multiLocker); multi {
+		return false
+	}
+	return errors.Is(err, lock.ErrNotLock) || errors.Is(err, lock.ErrInvalid) || errors.Is(err, lock.ErrAuth)
 }
 
 // busy explains why the lock was not acquired: who holds it (read once
@@ -504,8 +527,9 @@ func (r *runner) finish(lk locker, werr, lost error) error {
 }
 
 // secretEnv are the variables of rlock's environment that the command
-// does not get: its credentials are rlock's, not the command's.
-var secretEnv = []string{envPassword}
+// does not get: its credentials are rlock's, not the command's. Nor does
+// it get $RLOCK_ADDR when that holds a URL with a password.
+var secretEnv = []string{envPassword, envSentinelPassword}
 
 // childEnv is the command's environment: rlock's, without secretEnv and
 // with RLOCK_NAME, RLOCK_FENCE (unless --no-fence) and the trace context
@@ -525,6 +549,9 @@ func (r *runner) childEnv(lk locker) []string {
 	drop := map[string]bool{envFence: true}
 	for _, k := range secretEnv {
 		drop[k] = true
+	}
+	if hasCredentials(os.Getenv(envAddr)) {
+		drop[envAddr] = true
 	}
 	var env []string
 	for _, kv := range os.Environ() {

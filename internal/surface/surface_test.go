@@ -21,7 +21,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/api.txt")
 
 // packages are the library's public packages, relative to the module root.
-var packages = []string{"lock", "multilock", "observe", "reentrant", "pubsub", "watchdog"}
+var packages = []string{"lock", "multilock", "observe", "reentrant", "pubsub", "watchdog", "redissonconfig"}
 
 // exported lists pkg's exported identifiers, methods as Type.Method.
 func exported(t *testing.T, dir string) []string {

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/lock"
+)
+
+// TestCluster: a cluster node given without --cluster answers MOVED for
+// a lock on another node: run and inspect exit 64 and say to add
+// --cluster, never 70; with --cluster they lock, and see the lock, on
+// the node that owns it.
+func TestCluster(t *testing.T) {
+	cl := integration.RedisCluster(t, 3, integration.Options{})
+	seed := cl.Nodes()[0].Addr()
+	name := movedName(t, seed)
+
+	r := runRlock(t, "run", "--addr", seed, "--name", name, "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "MOVED") || !strings.Contains(r.stderr, "add --cluster") {
+		t.Fatalf("run without --cluster: exit %d, want %d with a hint; stderr: %s", r.code, exitUsage, r.stderr)
+	}
+	r = runRlock(t, "inspect", "--addr", seed, name)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "add --cluster") {
+		t.Fatalf("inspect without --cluster: exit %d, want %d with a hint; stderr: %s", r.code, exitUsage, r.stderr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := lock.New(ctx, lock.Config{Cluster: true, Addrs: []string{seed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	h, err := c.Mutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runRlock(t, "run", "--cluster", "--addr", seed, "--name", name, "--", "true"); r.code != exitConflict {
+		t.Fatalf("run --cluster on a held lock: exit %d, want %d; stderr: %s", r.code, exitConflict, r.stderr)
+	}
+	r = runRlock(t, "inspect", "--cluster", "--addr", seed, "--json", name)
+	var info lockInfo
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &info) != nil {
+		t.Fatalf("inspect --cluster: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	if !info.Locked || len(info.Holders) != 1 || info.Holders[0].ClientID != c.ID() {
+		t.Fatalf("inspect --cluster: %+v, want held by %s", info, c.ID())
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r = runRlock(t, "run", "--cluster", "--addr", seed, "--name", name, "--", "sh", "-c", `echo "fence=$RLOCK_FENCE"`)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "fence=") || r.stdout == "fence=\n" {
+		t.Fatalf("run --cluster: exit %d, stdout %q; stderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	// --cluster on a server that is not a cluster node is bad usage.
+	srv := newServer(t, integration.Options{})
+	r = runRlock(t, "run", "--cluster", "--addr", srv.Addr(), "--name", name, "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not a cluster node") {
+		t.Fatalf("--cluster on a standalone server: exit %d; stderr: %s", r.code, r.stderr)
+	}
+}
+
+// movedName returns a lock name whose slot another node than seed owns.
+func movedName(t *testing.T, seed string) string {
+	t.Helper()
+	rc := integration.NewClient(t, seed)
+	for i := range 100 {
+		name := fmt.Sprintf("%s:%d", lockName(t), i)
+		err := rc.Do(context.Background(), rc.B().Exists().Key(name).Build()).Error()
+		if re, ok := rueidis.IsRedisErr(err); ok {
+			if _, moved := re.IsMoved(); moved {
+				return name
+			}
+		}
+	}
+	t.Fatal("no name of 100 is owned by another node")
+	return ""
+}
+
+// TestWrongType: a key of another type under the lock's name is exit 65
+// for run, as for inspect, named as such, never 70; waiting does not
+// change it.
+func TestWrongType(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	name := lockName(t)
+	rc := c.Redis()
+	if err := rc.Do(context.Background(), rc.B().Set().Key(name).Value("not a lock").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, wait := range []string{"0", "30s"} {
+		start := time.Now()
+		r := runRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--wait", wait, "--", "true")
+		if r.code != exitDataErr || !strings.Contains(r.stderr, "WRONGTYPE") || !strings.Contains(r.stderr, "rlock inspect") {
+			t.Fatalf("--wait %s: exit %d, want %d; stderr: %s", wait, r.code, exitDataErr, r.stderr)
+		}
+		if took := time.Since(start); took > 20*time.Second {
+			t.Fatalf("--wait %s: took %v: a key that is not a lock is not waited for", wait, took)
+		}
+	}
+	if r := runRlock(t, "inspect", "--addr", srv.Addr(), name); r.code != exitDataErr {
+		t.Fatalf("inspect: exit %d, want %d; stderr: %s", r.code, exitDataErr, r.stderr)
+	}
+}
+
+// TestACLRefusesTheKey: a user whose ACL does not cover the lock's key
+// connects, and its acquire is refused (NOPERM): exit 77, not "busy".
+func TestACLRefusesTheKey(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	rc := newClient(t, srv.Addr(), lock.Config{}).Redis()
+	acl := rc.B().Arbitrary("ACL", "SETUSER").Args("limited", "on", ">limited-pw", "~other:*", "&*", "+@all").Build()
+	if err := rc.Do(context.Background(), acl).Error(); err != nil {
+		t.Fatal(err)
+	}
+	r := runRlock(t, "run", "--addr", "redis://limited:limited-pw@"+srv.Addr(), "--name", lockName(t), "--", "true")
+	if r.code != exitAuth || !strings.Contains(r.stderr, "NOPERM") || strings.Contains(r.stderr, "limited-pw") {
+		t.Fatalf("exit %d, want %d; stderr: %s", r.code, exitAuth, r.stderr)
+	}
+}
