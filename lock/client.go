@@ -269,16 +269,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	if c.id == "" {
 		c.id = reentrant.NewClientID()
 	}
-	if sharded {
-		c.publish = reentrant.ShardedPublish
-	}
-	if sharded && cfg.Cluster {
-		c.hub = pubsub.NewShards(rc, pubsub.Options{})
-	} else {
-		// Plain pub/sub in a cluster: one connection to any node, since
-		// PUBLISH reaches the subscribers of every node.
-		c.hub = pubsub.New(rc, pubsub.Options{Sharded: sharded})
-	}
+	c.subscriber(sharded)
 	wd, err := watchdog.New(rc, watchdog.Config{
 		Lease:    cfg.WatchdogTimeout,
 		Interval: cfg.RenewInterval,
@@ -293,6 +284,27 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		// acquire, which then costs one round trip as before.
 		c.learnReplicas(ctx, c.addr)
 	}
+	c.start()
+	return c, nil
+}
+
+// subscriber chooses how the Client publishes and where its waiters
+// subscribe.
+func (c *Client) subscriber(sharded bool) {
+	if sharded {
+		c.publish = reentrant.ShardedPublish
+	}
+	if sharded && c.cfg.Cluster {
+		c.hub = pubsub.NewShards(c.rc, pubsub.Options{})
+	} else {
+		// Plain pub/sub in a cluster: one connection to any node, since
+		// PUBLISH reaches the subscribers of every node.
+		c.hub = pubsub.New(c.rc, pubsub.Options{Sharded: sharded})
+	}
+}
+
+// start starts the Client's background goroutines.
+func (c *Client) start() {
 	bg, stop := context.WithCancel(context.Background())
 	c.stopBg = stop
 	c.bg.Add(2)
@@ -302,7 +314,6 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		c.bg.Add(1)
 		go func() { defer c.bg.Done(); c.followMaster(bg) }()
 	}
-	return c, nil
 }
 
 // at returns the address of the master that holds name: the Client's

@@ -530,46 +530,65 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		lease = c.cfg.WatchdogTimeout
 	}
 	for unsynced := 0; ; {
-		req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
-			RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name)}
-		sent := time.Now()
-		res, sends, err := m.send(ctx, l, req, sent)
-		if err != nil {
-			return outcome{}, err
+		out, again, err := m.request(ctx, l, owner, o, lease, &unsynced)
+		if err != nil || !again {
+			return out, err
 		}
-		switch res.Status {
-		case reentrant.Busy:
-			return outcome{TTL: res.TTL}, nil
-		case reentrant.Fewer:
-			// Holds of this owner were lost (expired, deleted, taken):
-			// tell their Helds, then acquire afresh.
-			c.reconcile(l, res.Count)
-			if ctx.Err() != nil { // a re-entry with the lost hold's context
-				return outcome{}, join(ErrNotAcquired, context.Cause(ctx))
-			}
-			continue
-		case reentrant.Cancelled:
-			return outcome{}, masterErr(c.errAt(m.name), "acquire", fmt.Errorf("%w: a new request was cancelled", reentrant.ErrUnexpectedReply))
-		}
-		l.count = res.Count
-		late := time.Since(sent) >= lease-c.wd.Margin(lease)
-		// With replicas, the hold counts once one acknowledged it: a WAIT
-		// that timed out, or one after a copy sent again (the copy that
-		// ran was not the one it followed), leaves it unconfirmed.
-		unconfirmed := req.Sync.Replicas > 0 && (res.Acked <= 0 || sends > 1)
-		if ctx.Err() != nil || c.isClosed() || late || unconfirmed {
-			if err := c.unwanted(ctx, l); err != nil {
-				return outcome{}, err
-			}
-			if unconfirmed && !late {
-				if unsynced++; unsynced == maxUnsynced {
-					return outcome{}, join(ErrNotAcquired, masterErr(c.errAt(m.name), "acquire", notSynced(req.Sync)))
-				}
-			}
-			continue // late or unconfirmed: try again at once
-		}
-		return outcome{held: c.record(ctx, l, owner, o, lease, sent, res)}, nil
 	}
+}
+
+// request sends one acquire request of attempt, holding the turn, and
+// applies its answer; again reports that attempt must send a new one
+// (holds were found lost, or a grant was given back: it came too late, or
+// no replica acknowledged it, which unsynced counts).
+func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
+	c := m.c
+	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
+		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name)}
+	sent := time.Now()
+	res, sends, err := m.send(ctx, l, req, sent)
+	if err != nil {
+		return outcome{}, false, err
+	}
+	switch res.Status {
+	case reentrant.Busy:
+		return outcome{TTL: res.TTL}, false, nil
+	case reentrant.Fewer:
+		// Holds of this owner were lost (expired, deleted, taken):
+		// tell their Helds, then acquire afresh.
+		c.reconcile(l, res.Count)
+		if ctx.Err() != nil { // a re-entry with the lost hold's context
+			return outcome{}, false, join(ErrNotAcquired, context.Cause(ctx))
+		}
+		return outcome{}, true, nil
+	case reentrant.Cancelled:
+		return outcome{}, false, masterErr(c.errAt(m.name), "acquire", fmt.Errorf("%w: a new request was cancelled", reentrant.ErrUnexpectedReply))
+	}
+	l.count = res.Count
+	late := time.Since(sent) >= lease-c.wd.Margin(lease)
+	// With replicas, the hold counts once one acknowledged it: a WAIT
+	// that timed out, or one after a copy sent again (the copy that ran
+	// was not the one it followed), leaves it unconfirmed.
+	unconfirmed := req.Sync.Replicas > 0 && (res.Acked <= 0 || sends > 1)
+	if ctx.Err() == nil && !c.isClosed() && !late && !unconfirmed {
+		return outcome{held: c.record(ctx, l, owner, o, lease, sent, res)}, false, nil
+	}
+	return m.unusable(ctx, l, req.Sync, unconfirmed && !late, unsynced)
+}
+
+// unusable gives back a grant that cannot be used (see request); again
+// reports that attempt must send a new request.
+func (m *Mutex) unusable(ctx context.Context, l *ledger, s reentrant.Sync, unconfirmed bool, unsynced *int) (out outcome, again bool, err error) {
+	c := m.c
+	if err := c.unwanted(ctx, l); err != nil {
+		return outcome{}, false, err
+	}
+	if unconfirmed {
+		if *unsynced++; *unsynced == maxUnsynced {
+			return outcome{}, false, join(ErrNotAcquired, masterErr(c.errAt(m.name), "acquire", notSynced(s)))
+		}
+	}
+	return outcome{}, true, nil // late or unconfirmed: try again at once
 }
 
 // send sends an acquire request, asking again after a lost reply until
