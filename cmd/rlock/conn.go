@@ -148,6 +148,7 @@ func (c *connFlags) resolve() (*connection, error) {
 			return nil, err
 		}
 		base.Addrs, base.Cluster, base.MasterSet = nil, c.cluster, ""
+		base.SentinelUsername, base.SentinelPassword = "", "" // no sentinels
 	}
 	c.credentials(&base)
 	if c.given("db") {
@@ -216,7 +217,9 @@ func (c *connFlags) credentials(cfg *lock.Config) {
 	switch {
 	case c.given("sentinel-password"):
 		cfg.SentinelPassword = c.sentinelPassword
-	case cfg.SentinelPassword == "":
+	case cfg.SentinelPassword == "" && cfg.MasterSet != "":
+		// The environment's default only where there are sentinels:
+		// lock.New refuses sentinel credentials without MasterSet.
 		cfg.SentinelPassword = os.Getenv(envSentinelPassword)
 	}
 }
