@@ -25,6 +25,28 @@ type failoverTally struct {
 	kept         int // the hold survived the failover (the other client was refused)
 }
 
+// judge asks for the lock with m, the other client's, after the failover
+// that h's holder went through, and counts the outcome.
+func (tally *failoverTally) judge(ctx context.Context, t *testing.T, h *lock.Held, m *lock.Mutex, r int) error {
+	tally.rounds++
+	told := h.Context().Err() != nil
+	o, err := m.TryLock(ctx)
+	switch {
+	case err == nil && !told && h.Context().Err() == nil:
+		tally.doubleGrants++
+		t.Logf("failover %d: double grant: the holder had not been told", r)
+		_ = o.Unlock(ctx)
+	case err == nil:
+		tally.toldFirst++
+		_ = o.Unlock(ctx)
+	case errors.Is(err, lock.ErrNotAcquired):
+		tally.kept++
+	default:
+		return fmt.Errorf("other: %w", err)
+	}
+	return nil
+}
+
 // The seeds' central problem, measured: a master fails over right after it
 // granted a lock (killed at once, its replica promoted), and another client
 // asks for the lock on the promoted replica. With replica sync (the
@@ -134,21 +156,8 @@ func sentinelRound(t *testing.T, g *integration.SentinelGroup, fault string, syn
 		return err
 	}
 	defer other.Close(context.Background())
-	tally.rounds++
-	told := h.Context().Err() != nil
-	o, err := other.Mutex(name).TryLock(ctx)
-	switch {
-	case err == nil && !told && h.Context().Err() == nil:
-		tally.doubleGrants++
-		t.Logf("failover %d: double grant: the holder had not been told", r)
-		_ = o.Unlock(ctx)
-	case err == nil:
-		tally.toldFirst++
-		_ = o.Unlock(ctx)
-	case errors.Is(err, lock.ErrNotAcquired):
-		tally.kept++
-	default:
-		return fmt.Errorf("other: %w", err)
+	if err := tally.judge(ctx, t, h, other.Mutex(name), r); err != nil {
+		return err
 	}
 	uctx, ucancel := context.WithTimeout(ctx, 15*time.Second)
 	_ = h.Unlock(uctx)
@@ -193,21 +202,8 @@ func failoverRound(t *testing.T, cl *integration.Cluster, sync bool, r int, tall
 		return err
 	}
 	defer other.Close(context.Background())
-	tally.rounds++
-	told := h.Context().Err() != nil
-	o, err := other.Mutex(name).TryLock(ctx)
-	switch {
-	case err == nil && !told && h.Context().Err() == nil:
-		tally.doubleGrants++
-		t.Logf("failover %d: double grant: the holder had not been told", r)
-		_ = o.Unlock(ctx)
-	case err == nil:
-		tally.toldFirst++
-		_ = o.Unlock(ctx)
-	case errors.Is(err, lock.ErrNotAcquired):
-		tally.kept++
-	default:
-		return fmt.Errorf("other: %w", err)
+	if err := tally.judge(ctx, t, h, other.Mutex(name), r); err != nil {
+		return err
 	}
 	_ = h.Unlock(ctx)
 	return cl.Rejoin(ctx)
