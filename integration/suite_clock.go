@@ -31,6 +31,7 @@ func testFastClock(t *testing.T, s *Server) {
 func testSetClockRate(t *testing.T, s *Server) {
 	ctx := testCtx(t)
 	c := newClient(t, s.DirectAddr(), "")
+	realStart := time.Now()
 	before, err := backendkit.ServerTime(ctx, s.DirectAddr(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -42,8 +43,11 @@ func testSetClockRate(t *testing.T, s *Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Before(before) || after.Sub(before) > time.Second {
-		t.Fatalf("server clock jumped from %v to %v on a rate change", before, after)
+	// Continuous: the server's clock moved by at most the new rate times
+	// the real time that passed (on a busy machine that can be seconds of
+	// server time), plus a second; a jump is far more.
+	if limit := 50*time.Since(realStart) + time.Second; after.Before(before) || after.Sub(before) > limit {
+		t.Fatalf("server clock jumped from %v to %v on a rate change (more than %v)", before, after, limit)
 	}
 	const ttl = 10 * time.Second
 	start := time.Now()
