@@ -159,3 +159,28 @@ func TestReplicaSyncOnlyWithReplicas(t *testing.T) {
 		}
 	})
 }
+
+// A release with replica sync after the master lost its scripts (a
+// promoted replica has none): the NOSCRIPT answer is followed by EVAL and
+// a new WAIT, every command built anew. Sending one of the first round's
+// commands again would hand a command rueidis already recycled to two
+// users (its "a command should not be built twice" panic, seen in CI in a
+// later test after a failover).
+func TestReplicaSyncAfterScriptFlush(t *testing.T) {
+	master, _ := withReplica(t)
+	c := newClient(t, lock.Config{}, master)
+	mrc := raw(t, master)
+	n := name(t)
+	for i := range 20 {
+		h, err := c.Mutex(n).Lock(bg())
+		must(t, err)
+		must(t, do(t, mrc, "SCRIPT", "FLUSH").Error())
+		if err := h.Unlock(bg()); err != nil {
+			t.Fatalf("round %d: Unlock after SCRIPT FLUSH = %v", i, err)
+		}
+		if exists(t, mrc, n) {
+			t.Fatalf("round %d: the lock is still held", i)
+		}
+		must(t, do(t, mrc, "SCRIPT", "FLUSH").Error())
+	}
+}

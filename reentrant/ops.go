@@ -80,13 +80,12 @@ func (r Release) Run(ctx context.Context, c rueidis.Client) (ReleaseResult, erro
 // again, answered from the latch, still covers the copy that ran.
 func (r Release) RunSynced(ctx context.Context, c rueidis.Client) (ReleaseResult, int, error) {
 	latch := LatchName(r.Name, r.RequestID)
-	var extra []rueidis.Completed
-	if r.Sync.Replicas > 0 {
-		extra = append(extra, c.B().Pexpire().Key(latch).Milliseconds(r.LatchTTL.Milliseconds()).Build())
+	rearm := func() []rueidis.Completed {
+		return []rueidis.Completed{c.B().Pexpire().Key(latch).Milliseconds(r.LatchTTL.Milliseconds()).Build()}
 	}
 	res, acked := r.Sync.runSynced(ctx, c, ReleaseScript,
 		[]string{r.Name, ChannelName(r.Name), latch},
-		[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL)}, extra...)
+		[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL)}, rearm)
 	out, err := parseRelease(res)
 	return out, acked, err
 }

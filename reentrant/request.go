@@ -78,7 +78,7 @@ func (r AcquireRequest) Run(ctx context.Context, c rueidis.Client) (AcquireResul
 	}
 	res, acked := r.Sync.runSynced(ctx, c, AcquireCountedScript,
 		[]string{r.Name, LatchName(r.Name, r.RequestID), TokenName(r.Name)},
-		[]string{ms(r.Lease), r.Field, strconv.Itoa(r.Known), fenced})
+		[]string{ms(r.Lease), r.Field, strconv.Itoa(r.Known), fenced}, nil)
 	out, err := parseAcquire(res)
 	out.Acked = acked
 	return out, err

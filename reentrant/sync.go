@@ -17,19 +17,22 @@ type Sync struct {
 	Timeout  time.Duration
 }
 
-// runSynced sends the script with keys and args, followed by extra write
-// commands (which make a WAIT after a request that wrote nothing this time
-// still cover what an earlier copy wrote) and WAIT, on one connection. It
-// returns the script's reply and how many replicas acknowledged: -1 when
-// no WAIT was sent or its answer is not known.
-func (s Sync) runSynced(ctx context.Context, c rueidis.Client, sc *Script, keys, args []string, extra ...rueidis.Completed) (rueidis.RedisResult, int) {
+// runSynced sends the script with keys and args, followed by the commands
+// extra builds (writes, which make a WAIT after a request that wrote
+// nothing this time still cover what an earlier copy wrote) and WAIT, on
+// one connection. It returns the script's reply and how many replicas
+// acknowledged: -1 when no WAIT was sent or its answer is not known.
+// Every send builds its commands anew: rueidis recycles a command once it
+// was sent, so a command must never be sent twice.
+func (s Sync) runSynced(ctx context.Context, c rueidis.Client, sc *Script, keys, args []string, extra func() []rueidis.Completed) (rueidis.RedisResult, int) {
 	if s.Replicas <= 0 {
 		return sc.Run(ctx, c, keys, args), -1
 	}
 	send := func(eval rueidis.Completed) []rueidis.RedisResult {
-		cmds := make(rueidis.Commands, 0, len(extra)+2)
-		cmds = append(cmds, eval)
-		cmds = append(cmds, extra...)
+		cmds := rueidis.Commands{eval}
+		if extra != nil {
+			cmds = append(cmds, extra()...)
+		}
 		cmds = append(cmds, c.B().Wait().Numreplicas(int64(s.Replicas)).Timeout(s.Timeout.Milliseconds()).Build())
 		return c.DoMulti(ctx, cmds...)
 	}
