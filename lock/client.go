@@ -274,6 +274,8 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		Lease:    cfg.WatchdogTimeout,
 		Interval: cfg.RenewInterval,
 		OnTick:   c.onTick,
+		Sync:     c.renewSync,
+		Acked:    c.acked,
 	})
 	if err != nil {
 		return nil, invalidf("%v", err)

@@ -103,12 +103,17 @@ type Config struct {
 	// needs it: CommandTimeout + RenewInterval must be less than
 	// WatchdogTimeout.
 	CommandTimeout time.Duration
-	// ReplicaSyncTimeout is how long an acquire or a release waits for the
-	// master's connected replicas to acknowledge it (WAIT), as Redisson's
-	// checkLockSyncedSlaves does with slavesSyncTimeout: when none did, an
-	// acquire gives the hold back and tries again, and a release is sent
-	// again (its unlock latch answers it, never releasing twice). A master
-	// without connected replicas is not asked. Default 1s, Redisson's (or
+	// ReplicaSyncTimeout is how long an acquire, a release or a renewal
+	// waits for the master's connected replicas to acknowledge it (WAIT),
+	// as Redisson's checkLockSyncedSlaves does with slavesSyncTimeout:
+	// when none did, an acquire gives the hold back and tries again, a
+	// release is sent again (its unlock latch answers it, never releasing
+	// twice), and a renewal does not extend the lease (the watchdog tells
+	// the holder of the loss when the lease a replica last saw runs out).
+	// A master that never had connected replicas is not asked; one that
+	// had some and now reports none (cut off from them by a partition)
+	// still needs one acknowledgement, so requests fail with
+	// ErrUnavailable until a replica is back. Default 1s, Redisson's (or
 	// WatchdogTimeout/4 when shorter); it must be less than half of
 	// WatchdogTimeout; negative: no check (checkLockSyncedSlaves false).
 	ReplicaSyncTimeout time.Duration

@@ -20,13 +20,15 @@ const replicaRefresh = 10 * time.Second
 // needs it; a WAIT answered by another number of replicas than expected
 // asks again before the next one.
 type replicas struct {
-	mu sync.Mutex
-	m  map[string]replicaCount // by master address
+	mu  sync.Mutex
+	m   map[string]replicaCount // by master address
+	had map[string]bool         // masters seen with replicas by this Client
 }
 
 type replicaCount struct {
-	n     int
-	asked time.Time
+	n       int
+	asked   time.Time
+	unknown bool // the master could not be asked
 }
 
 // defaultReplicaSyncTimeout is Redisson's slavesSyncTimeout.
@@ -34,9 +36,15 @@ const defaultReplicaSyncTimeout = time.Second
 
 // sync returns what an acquire or release of name must wait for: the
 // master's connected replicas for up to Config.ReplicaSyncTimeout, or
-// nothing when replica sync is off or the master has no replicas. A
+// nothing when replica sync is off or the master never had replicas. A
 // master that cannot be asked is treated as having none this time (the
 // request itself then reports the outage).
+//
+// A master once seen with replicas keeps needing one acknowledgement
+// when it reports none: a master cut off from its replicas (a partition)
+// lists none, and a grant there reaches nobody a failover could promote.
+// Its count of none must not turn the check off; requests fail with
+// ErrUnavailable until a replica is back (or the Client is closed).
 func (c *Client) sync(ctx context.Context, name string) reentrant.Sync {
 	if c.cfg.ReplicaSyncTimeout < 0 {
 		return reentrant.Sync{}
@@ -49,9 +57,25 @@ func (c *Client) sync(ctx context.Context, name string) reentrant.Sync {
 		rc = c.learnReplicas(ctx, addr)
 	}
 	if rc.n == 0 {
-		return reentrant.Sync{}
+		c.reps.mu.Lock()
+		had := c.reps.had[addr]
+		c.reps.mu.Unlock()
+		if !had || rc.unknown {
+			// A master that cannot be asked (stopped, or no longer
+			// where a slot table says) is not held to it: the
+			// request reports the outage, or lands on the master
+			// that now owns the name.
+			return reentrant.Sync{}
+		}
+		rc.n = 1
 	}
 	return reentrant.Sync{Replicas: rc.n, Timeout: c.cfg.ReplicaSyncTimeout}
+}
+
+// renewSync is the watchdog's Config.Sync: a renewal of name counts once
+// a replica of its master acknowledged it, as an acquire does.
+func (c *Client) renewSync(ctx context.Context, name string) (string, reentrant.Sync) {
+	return c.at(name), c.sync(ctx, name)
 }
 
 // learnReplicas asks the master at addr for its replica count and keeps
@@ -62,13 +86,16 @@ func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
 	n, err := c.askReplicas(ctx, addr)
 	rc := replicaCount{n: n, asked: time.Now()}
 	if err != nil {
-		rc = replicaCount{asked: time.Now().Add(time.Second - replicaRefresh)}
+		rc = replicaCount{asked: time.Now().Add(time.Second - replicaRefresh), unknown: true}
 	}
 	c.reps.mu.Lock()
 	if c.reps.m == nil {
-		c.reps.m = map[string]replicaCount{}
+		c.reps.m, c.reps.had = map[string]replicaCount{}, map[string]bool{}
 	}
 	c.reps.m[addr] = rc
+	if rc.n > 0 {
+		c.reps.had[addr] = true
+	}
 	c.reps.mu.Unlock()
 	return rc
 }

@@ -184,3 +184,121 @@ func TestReplicaSyncAfterScriptFlush(t *testing.T) {
 		must(t, do(t, mrc, "SCRIPT", "FLUSH").Error())
 	}
 }
+
+// withReplicaBehindProxy is withReplica with the replica attached through
+// the master's proxy: Partition cuts the master off from its replica while
+// a client on DirectAddr still reaches it, the minority side of a split.
+func withReplicaBehindProxy(t *testing.T) (master, replica *integration.Server) {
+	t.Helper()
+	master = integrationRedis(t)
+	host, port, err := net.SplitHostPort(master.Addr())
+	must(t, err)
+	replica = integrationRedis(t, integration.Options{Args: []string{"--replicaof", host, port}})
+	waitReplicas(t, raw(t, master), 1)
+	return master, replica
+}
+
+// waitReplicas waits until the master lists n replicas online.
+func waitReplicas(t *testing.T, rc rueidis.Client, n int) {
+	t.Helper()
+	want := "connected_slaves:" + string(rune('0'+n))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := do(t, rc, "INFO", "replication").ToString()
+		must(t, err)
+		if strings.Contains(info, want+"\r\n") && (n == 0 || strings.Contains(info, "state=online")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the master never listed %d replicas online:\n%s", n, info)
+		}
+		time.Sleep(10 * time.Millisecond) // the server has no event for it
+	}
+}
+
+// A master cut off from its replica (a partition: this client still
+// reaches it, the replica and whoever would promote it do not) reports no
+// connected replica. A grant there reaches no replica, so a failover on
+// the other side loses it: Lock must not count one. The master having
+// had a replica is what keeps replica sync on; its current count of
+// none must not turn it off. Once the replica is back, Lock works again.
+func TestReplicaSyncAMasterCutOffFromItsReplicasGrantsNothing(t *testing.T) {
+	master, _ := withReplicaBehindProxy(t)
+	c := newClient(t, lock.Config{Addrs: []string{master.DirectAddr()}, ReplicaSyncTimeout: 100 * time.Millisecond}, master)
+	mrc := raw(t, master)
+	n := name(t)
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	must(t, h.Unlock(bg()))
+
+	must(t, master.Partition(bg()))
+	waitReplicas(t, mrc, 0)
+	for i := range 3 {
+		h, err := c.Mutex(n).TryLock(bg())
+		if err == nil {
+			_ = h.Unlock(bg())
+			t.Fatalf("attempt %d: TryLock on a master cut off from its replica was granted", i)
+		}
+		if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "replica") {
+			t.Fatalf("attempt %d: TryLock = %v, want ErrUnavailable naming the replicas", i, err)
+		}
+		if exists(t, mrc, n) {
+			t.Fatalf("attempt %d: the unacknowledged hold was not given back", i)
+		}
+	}
+
+	must(t, master.Heal(bg()))
+	waitReplicas(t, mrc, 1)
+	h, err = c.Mutex(n).TryLock(bg())
+	must(t, err)
+	must(t, h.Unlock(bg()))
+}
+
+// A hold whose master is cut off from its replica: the renewals still
+// succeed on the master, but no replica has them, so a failover on the
+// other side keeps only the lease the replica last saw. The watchdog
+// counts a renewal only once a replica acknowledged it: the holder is
+// told of the loss when that lease runs out, not never.
+func TestReplicaSyncARenewalNoReplicaHasIsNotCounted(t *testing.T) {
+	master, _ := withReplicaBehindProxy(t)
+	c := newClient(t, lock.Config{Addrs: []string{master.DirectAddr()}, WatchdogTimeout: time.Second, ReplicaSyncTimeout: 100 * time.Millisecond}, master)
+	mrc := raw(t, master)
+	n := name(t)
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	locked := time.Now()
+
+	must(t, master.Partition(bg()))
+	waitReplicas(t, mrc, 0)
+	select {
+	case <-h.Context().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the holder was not told of its loss %v after its renewals stopped reaching the replica", time.Since(locked))
+	}
+	if cause := context.Cause(h.Context()); !errors.Is(cause, lock.ErrLockLost) {
+		t.Fatalf("the Held ended with %v, want ErrLockLost", cause)
+	}
+	if !exists(t, mrc, n) {
+		t.Fatal("the master lost the key: the test shows nothing")
+	}
+	_ = h.Unlock(bg())
+}
+
+// Addrs names a replica: the acquire is answered READONLY, which is an
+// answer (the script changed nothing), not a lost reply. TryLock fails
+// with ErrUnavailable saying the server is a replica, and nothing is
+// left to settle: Close does not go on asking the replica about it.
+func TestAcquireOnAReplicaLeavesNothingToSettle(t *testing.T) {
+	_, replica := withReplica(t)
+	c, err := lock.New(bg(), lock.Config{Addrs: []string{replica.Addr()}})
+	must(t, err)
+	_, err = c.Mutex(name(t)).TryLock(bg())
+	if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "replica") {
+		t.Fatalf("TryLock on a replica = %v, want ErrUnavailable saying it is a replica", err)
+	}
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close = %v: an answered acquire was left to settle", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/rlock-go/rlock/observe"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // Config configures a Registry.
@@ -23,6 +24,14 @@ type Config struct {
 	// OnTick, when set, is called after every tick that had work, from
 	// the loop's goroutine.
 	OnTick func(Tick)
+	// Sync, when set, tells which replicas must acknowledge a renewal of
+	// the lock name before it counts (replica sync): master names the
+	// master the name lives on, s the WAIT to send after its renewals.
+	// A renewal no replica acknowledged did not extend the lease: what a
+	// failover would keep is the lease the replicas last saw.
+	Sync func(ctx context.Context, name string) (master string, s reentrant.Sync)
+	// Acked, when set, is told each WAIT's answer (-1: none known).
+	Acked func(name string, s reentrant.Sync, acked int)
 }
 
 // DefaultRoundTrip is Config.RoundTrip's default.

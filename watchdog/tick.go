@@ -2,6 +2,7 @@ package watchdog
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -30,6 +31,7 @@ func (r *Registry) Tick(ctx context.Context) Tick {
 
 	rb, byKey := r.build(batch)
 	tk.Commands = len(rb.Cmds)
+	syncs := r.syncs(ctx, rb)
 
 	// Send every command; then send again, in one round trip each time,
 	// the ones the server did not answer (NOSCRIPT, a broken connection)
@@ -41,7 +43,7 @@ func (r *Registry) Tick(ctx context.Context) Tick {
 	}
 	noscript := false
 	for len(pending) > 0 {
-		pending, noscript = r.roundTrip(ctx, &tk, rb, byKey, pending, noscript)
+		pending, noscript = r.roundTrip(ctx, &tk, rb, byKey, syncs, pending, noscript)
 		if len(pending) == 0 || noscript {
 			continue
 		}
@@ -94,14 +96,48 @@ func (r *Registry) build(batch []*Entry) (reentrant.RenewBatch, map[reentrant.Ho
 	return reentrant.BuildRenew(r.c, r.cfg.Lease, holds), byKey
 }
 
+// masterSync is the replica sync of one master's renewals in a tick.
+type masterSync struct {
+	name string // a lock on the master, to route its WAIT
+	s    reentrant.Sync
+}
+
+// syncs returns, for each renew command of rb, the replica sync its
+// master asks for (nil when no command needs one), by Config.Sync.
+func (r *Registry) syncs(ctx context.Context, rb reentrant.RenewBatch) []*masterSync {
+	if r.cfg.Sync == nil {
+		return nil
+	}
+	out := make([]*masterSync, len(rb.Cmds))
+	byMaster := map[string]*masterSync{}
+	any := false
+	for i, holds := range rb.Holds {
+		name := holds[0].Name
+		master, s := r.cfg.Sync(ctx, name)
+		if s.Replicas <= 0 {
+			continue
+		}
+		ms := byMaster[master]
+		if ms == nil {
+			ms = &masterSync{name: name, s: s}
+			byMaster[master] = ms
+		}
+		out[i], any = ms, true
+	}
+	if !any {
+		return nil
+	}
+	return out
+}
+
 // roundTrip sends the pending commands in one round trip (as EVAL after a
-// NOSCRIPT) and applies their answers. It returns the commands to send
-// again, and whether one was NOSCRIPT.
-func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBatch, byKey map[reentrant.Hold]*Entry, pending []int, noscript bool) ([]int, bool) {
+// NOSCRIPT), each master's WAIT after its commands when its renewals must
+// reach a replica, and applies their answers. It returns the commands to
+// send again, and whether one was NOSCRIPT.
+func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBatch, byKey map[reentrant.Hold]*Entry, syncs []*masterSync, pending []int, noscript bool) ([]int, bool) {
 	until := r.earliestJudge(rb, pending, byKey, tk.Start.Add(r.cfg.Interval))
 	timeout := min(max(time.Until(until), r.cfg.RoundTrip), r.cfg.Interval)
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	cmds := make([]rueidis.Completed, len(pending))
+	cmds := make([]rueidis.Completed, len(pending), len(pending)+1)
 	for j, i := range pending {
 		if noscript {
 			cmds[j] = rb.Eval(r.c, i)
@@ -109,24 +145,75 @@ func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBa
 			cmds[j] = rb.Cmds[i].Pin() // sent again if the network fails it
 		}
 	}
+	waits := r.waits(pending, syncs)
+	for _, ms := range waits {
+		// Built anew each round trip, routed to the master of its
+		// renewals and sent after them on the same connection.
+		cmds = append(cmds, r.c.B().Wait().Numreplicas(int64(ms.s.Replicas)).Timeout(ms.s.Timeout.Milliseconds()).Build().SetSlot(ms.name))
+		timeout = max(timeout, ms.s.Timeout+r.cfg.RoundTrip)
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	sent := time.Now()
 	results := r.c.DoMulti(rctx, cmds...)
 	cancel()
 	tk.RoundTrips++
+	acked := map[*masterSync]int{}
+	for k, ms := range waits {
+		n, err := results[len(pending)+k].AsInt64()
+		if err != nil {
+			n = -1
+		}
+		acked[ms] = int(n)
+		if r.cfg.Acked != nil {
+			r.cfg.Acked(ms.name, ms.s, int(n))
+		}
+	}
 	var again []int
 	noscript = false
-	for j, res := range results {
+	for j, res := range results[:len(pending)] {
 		i := pending[j]
 		if reentrant.IsNoScript(res.Error()) {
 			noscript = true
 			again = append(again, i)
 			continue
 		}
-		if r.apply(tk, rb, i, res, sent, byKey) && ctx.Err() == nil {
+		var unsynced error
+		if syncs != nil && syncs[i] != nil && acked[syncs[i]] < 1 {
+			unsynced = &UnsyncedError{Replicas: syncs[i].s.Replicas, Timeout: syncs[i].s.Timeout}
+		}
+		if r.apply(tk, rb, i, res, sent, byKey, unsynced) && ctx.Err() == nil {
 			again = append(again, i)
 		}
 	}
 	return again, noscript
+}
+
+// waits returns the masters whose WAIT goes with the pending commands, in
+// the order of their first command.
+func (r *Registry) waits(pending []int, syncs []*masterSync) []*masterSync {
+	if syncs == nil {
+		return nil
+	}
+	var out []*masterSync
+	seen := map[*masterSync]bool{}
+	for _, i := range pending {
+		if ms := syncs[i]; ms != nil && !seen[ms] {
+			seen[ms] = true
+			out = append(out, ms)
+		}
+	}
+	return out
+}
+
+// UnsyncedError is the error of a renewal that ran on the master but that
+// no replica acknowledged within Timeout: it did not extend the lease.
+type UnsyncedError struct {
+	Replicas int
+	Timeout  time.Duration
+}
+
+func (e *UnsyncedError) Error() string {
+	return fmt.Sprintf("renewal acknowledged by none of the master's %d replicas within %v", e.Replicas, e.Timeout)
 }
 
 // pause waits before sending failed commands again, and reports whether
@@ -163,14 +250,16 @@ func (r *Registry) earliestJudge(rb reentrant.RenewBatch, pending []int, byKey m
 }
 
 // apply applies the answer of command i, sent at sent. It reports whether
-// the command should be sent again: it failed on the network and some of
-// its entries may still hold.
-func (r *Registry) apply(tk *Tick, rb reentrant.RenewBatch, i int, res rueidis.RedisResult, sent time.Time, byKey map[reentrant.Hold]*Entry) (again bool) {
+// the command should be sent again: it failed on the network, or ran but
+// no replica acknowledged it (unsynced), and some of its entries may
+// still hold.
+func (r *Registry) apply(tk *Tick, rb reentrant.RenewBatch, i int, res rueidis.RedisResult, sent time.Time, byKey map[reentrant.Hold]*Entry, unsynced error) (again bool) {
 	renewed, err := reentrant.ParseRenew(res, len(rb.Holds[i]))
 	if err != nil && tk.Err == nil {
 		tk.Err = err
 	}
 	_, serverErr := rueidis.IsRedisErr(err)
+	retryable := err == nil || !serverErr // a server's refusal is not sent again
 	var losses []*Entry
 	var why []*LossError
 	now := time.Now()
@@ -180,34 +269,55 @@ func (r *Registry) apply(tk *Tick, rb reentrant.RenewBatch, i int, res rueidis.R
 		if e.gone || e.busy > 0 {
 			continue // released meanwhile: its answer says nothing
 		}
+		fail := err
 		switch {
-		case err == nil && renewed[j]:
+		case err == nil && renewed[j] && unsynced == nil:
 			tk.Renewed++
 			e.lastErr = nil
 			r.extendLocked(e, r.cfg.Lease, sent)
-		case err == nil:
+			continue
+		case err == nil && !renewed[j]:
 			r.removeLocked(e)
 			losses = append(losses, e)
 			why = append(why, &LossError{Name: e.name, Kind: observe.LossNotHeld, Reason: "renewal found the lock no longer held"})
-		case !now.Before(e.judge):
-			e.lastErr = err
-			r.removeLocked(e)
-			losses = append(losses, e)
-			why = append(why, ranOut(e))
-		default:
-			tk.Failed++
-			e.lastErr = err
-			again = again || !serverErr
+			continue
+		case err == nil:
+			// Renewed on the master only: not renewed until a replica
+			// has it. Judged, and sent again, as a failure.
+			fail = unsynced
 		}
+		if le := r.failedLocked(e, fail, now); le != nil {
+			losses = append(losses, e)
+			why = append(why, le)
+			continue
+		}
+		tk.Failed++
+		again = again || retryable
 	}
 	r.mu.Unlock()
 	tk.Lost += len(losses)
+	tellLost(losses, why)
+	return again
+}
+
+// tellLost calls each lost entry's onLost with why it was lost.
+func tellLost(losses []*Entry, why []*LossError) {
 	for k, e := range losses {
 		if e.onLost != nil {
 			e.onLost(e, why[k])
 		}
 	}
-	return again
+}
+
+// failedLocked records a failed renewal of e, and returns its loss when
+// e's judgement time has come.
+func (r *Registry) failedLocked(e *Entry, err error, now time.Time) *LossError {
+	e.lastErr = err
+	if now.Before(e.judge) {
+		return nil
+	}
+	r.removeLocked(e)
+	return ranOut(e)
 }
 
 func (r *Registry) report(tk *Tick) {

@@ -2,6 +2,7 @@ package watchdog_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -186,5 +187,56 @@ func BenchmarkTick(b *testing.B) {
 			b.ReportMetric(float64(tk.Commands), "commands/tick")
 			rc.Do(context.Background(), rc.B().Flushall().Build())
 		})
+	}
+}
+
+// With Config.Sync, a renewal counts only once a replica acknowledged it:
+// on a master with no replica to acknowledge (WAIT answers 0), renewals
+// run on the master but never extend the lease, and the lock is declared
+// lost at its first deadline, with the reason; a lock the master no
+// longer holds is lost at once as before. Acked hears every WAIT.
+func TestUnsyncedRenewalsDoNotExtendTheLease(t *testing.T) {
+	rc := client(t)
+	field := reentrant.Field(reentrant.NewClientID(), 4)
+	lease := 600 * time.Millisecond
+	var waits []int
+	r, err := watchdog.New(rc, watchdog.Config{Lease: lease, Interval: 200 * time.Millisecond, RoundTrip: 100 * time.Millisecond,
+		Sync: func(_ context.Context, name string) (string, reentrant.Sync) {
+			return "the master", reentrant.Sync{Replicas: 1, Timeout: 20 * time.Millisecond}
+		},
+		Acked: func(_ string, _ reentrant.Sync, acked int) { waits = append(waits, acked) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []*watchdog.LossError
+	sent := time.Now()
+	names := acquire(t, rc, t.Name(), field, 2, lease)
+	for _, n := range names {
+		r.Track(n, field, lease, true, sent, func(_ *watchdog.Entry, le *watchdog.LossError) { lost = append(lost, le) })
+	}
+	if err := rc.Do(context.Background(), rc.B().Del().Key(names[1]).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	tk := r.Tick(context.Background())
+	if tk.Renewed != 0 || tk.Lost != 1 || len(lost) != 1 || lost[0].Name != names[1] {
+		t.Fatalf("tick %+v, lost %v: want nothing renewed and only the deleted lock lost", tk, lost)
+	}
+	if len(waits) == 0 || waits[0] != 0 {
+		t.Fatalf("WAIT answers %v, want 0 (no replica)", waits)
+	}
+	unrenewed := lease - time.Since(sent) // what the key would have left, never renewed
+	pttl, err := rc.Do(context.Background(), rc.B().Pttl().Key(names[0]).Build()).AsInt64()
+	if err != nil || pttl <= (unrenewed+50*time.Millisecond).Milliseconds() {
+		t.Fatalf("PTTL %d, %v: the renewal did not run on the master", pttl, err)
+	}
+	waitUntil(sent.Add(lease))
+	tk = r.Tick(context.Background())
+	if tk.Lost != 1 || len(lost) != 2 || r.Len() != 0 {
+		t.Fatalf("tick %+v, lost %v, len %d: want the unsynced lock lost at its first deadline", tk, lost, r.Len())
+	}
+	var ue *watchdog.UnsyncedError
+	if !errors.As(lost[1], &ue) || ue.Replicas != 1 {
+		t.Fatalf("loss %v, want it to wrap an UnsyncedError", lost[1])
 	}
 }
