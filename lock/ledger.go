@@ -265,6 +265,10 @@ func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Durat
 		if err == nil {
 			return nil
 		}
+		var a answered
+		if errors.As(err, &a) {
+			return masterErr(c.errAt(name), op, a.err)
+		}
 		err = masterErr(c.errAt(name), op, err)
 		if !errors.Is(err, ErrUnavailable) {
 			return err
@@ -285,6 +289,13 @@ func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Durat
 		delay = min(2*delay, time.Second)
 	}
 }
+
+// answered is what a send returns for a request the server answered with
+// an error reply that retry must not send again: retry returns the reply.
+type answered struct{ err error }
+
+func (a answered) Error() string { return a.err.Error() }
+func (a answered) Unwrap() error { return a.err }
 
 // settleLater settles l's unsettled request in the background: the
 // caller that left it has returned. The goroutine waits for the turn like

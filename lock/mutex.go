@@ -9,6 +9,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/redis/rueidis"
+
 	"github.com/rlock-go/rlock/internal/line"
 	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/pubsub"
@@ -434,6 +436,13 @@ func (c *Client) failoverWindow() time.Duration {
 	return max(10*time.Second, c.cfg.WatchdogTimeout)
 }
 
+// isReply reports whether err is an error reply from the server: the
+// command was answered, and a script answered so changed nothing.
+func isReply(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re)
+}
+
 // isReadOnly reports whether err is a replica's READONLY answer.
 func isReadOnly(err error) bool {
 	return strings.Contains(err.Error(), "READONLY")
@@ -600,18 +609,29 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 	defer cancel()
 	var res reentrant.AcquireResult
 	sends := 0
+	unknown := false // some send's outcome is unknown: it may have run
 	err := c.retryFor(rctx, m.name, "acquire", req.Sync.Timeout, c.done, func(actx context.Context) (err error) {
 		sends++
 		res, err = req.Run(actx, c.rc)
+		if err != nil && isReply(err) {
+			// Answered (READONLY, LOADING, ...): the script changed
+			// nothing, and whether to ask again is the caller's
+			// wait to decide, not a resend's.
+			return answered{err}
+		}
+		unknown = unknown || err != nil
 		return err
 	})
 	if err == nil {
 		c.acked(m.name, req.Sync, res.Acked)
 		return res, sends, nil
 	}
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, ErrUnavailable) && unknown {
 		// The request may still run: record it; a settler orders
-		// its fate before any later request of this field.
+		// its fate before any later request of this field. (A send
+		// answered with an error reply, such as a replica's
+		// READONLY, did not run: the script changes nothing before
+		// the last command Redis could refuse.)
 		c.setUnsettled(l, &request{id: req.RequestID, sent: sent})
 		c.settleLater(l)
 	}

@@ -81,7 +81,8 @@ Exit codes:
   0     also: busy with --conflict-exit-code 0
   64    bad usage; also MOVED: a cluster node given without --cluster
   65    the key under NAME is not a lock (WRONGTYPE)
-  69    Redis unreachable (several masters: fewer than the quorum reached)
+  69    Redis unreachable, or a replica given as the master (READONLY)
+        (several masters: fewer than the quorum reached)
   70    internal error
   75    lock not acquired within --wait: busy, or the quorum not had
         (see --conflict-exit-code)
@@ -329,6 +330,10 @@ func (r *runner) acquire(ctx context.Context, lk locker) error {
 			fmt.Fprintln(errOut, prefixed(msg))
 		}
 		return nil
+	case errors.Is(err, lock.ErrNotAcquired) && context.Cause(ctx) == nil && r.unreachable(lk, err):
+		// The last attempt was not answered by the lock's state but
+		// by an outage (or a replica's READONLY): not "busy".
+		return exitWith(exitUnavailable, withHint(fmt.Errorf("acquiring lock %q: %w", r.o.name, err)))
 	case errors.Is(err, lock.ErrNotAcquired) && context.Cause(ctx) == nil && !r.refused(lk, err):
 		if r.o.conflict == exitOK && !r.o.verbose {
 			// A skip that cron must not mail about.
@@ -349,6 +354,17 @@ func (r *runner) refused(lk locker, err error) bool {
 		return false
 	}
 	return errors.Is(err, lock.ErrNotLock) || errors.Is(err, lock.ErrInvalid) || errors.Is(err, lock.ErrAuth)
+}
+
+// unreachable reports, for one master, an attempt that ended on an
+// outage rather than on the lock's state: the lock was not seen busy.
+// (With several masters the quorum error says what each master did.)
+func (r *runner) unreachable(lk locker, err error) bool {
+	if _, multi := lk.(*multiLocker); multi {
+		return false
+	}
+	var ce *lock.ConflictError
+	return errors.Is(err, lock.ErrUnavailable) && !errors.As(err, &ce)
 }
 
 // busy explains why the lock was not acquired: who holds it (read once

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,28 @@ func TestACLRefusesTheKey(t *testing.T) {
 	r := runRlock(t, "run", "--addr", "redis://limited:limited-pw@"+srv.Addr(), "--name", lockName(t), "--", "true")
 	if r.code != exitAuth || !strings.Contains(r.stderr, "NOPERM") || strings.Contains(r.stderr, "limited-pw") {
 		t.Fatalf("exit %d, want %d; stderr: %s", r.code, exitAuth, r.stderr)
+	}
+}
+
+// TestReplicaGivenAsTheMaster: --addr names a replica. Its READONLY
+// answer is exit 69 (it is also what a failover under way looks like),
+// with a message that says the server is a replica, and nothing is left
+// in Redis.
+func TestReplicaGivenAsTheMaster(t *testing.T) {
+	master := newServer(t, integration.Options{})
+	host, port, err := net.SplitHostPort(master.DirectAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := newServer(t, integration.Options{Args: []string{"--replicaof", host, port}})
+	name := lockName(t)
+	r := runRlock(t, "run", "--addr", replica.Addr(), "--name", name, "--wait", "0", "--", "true")
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "READONLY") || !strings.Contains(r.stderr, "replica") {
+		t.Fatalf("exit %d, want %d naming the replica; stderr: %s", r.code, exitUnavailable, r.stderr)
+	}
+	c := newClient(t, master.Addr(), lock.Config{})
+	rc := c.Redis()
+	if n, err := rc.Do(context.Background(), rc.B().Exists().Key(name).Build()).AsInt64(); err != nil || n != 0 {
+		t.Fatalf("EXISTS %s on the master = %d, %v: want nothing left", name, n, err)
 	}
 }
