@@ -96,6 +96,7 @@ type Registry struct {
 	inflight map[*Entry]bool // entries of the tick being sent
 	tickDone chan struct{}   // closed when the tick in flight ends
 	nudge    chan struct{}   // tells Run that a judgement time moved earlier
+	wakeAt   time.Time       // when Run's timer fires; zero while Run decides (or before it runs)
 }
 
 // New returns an empty Registry for the master behind c.
@@ -119,8 +120,11 @@ func (r *Registry) Track(name, field string, lease time.Duration, renew bool, se
 	r.mu.Lock()
 	r.entries[e] = struct{}{}
 	r.extendLocked(e, lease, sent)
+	early := r.earlierLocked(e)
 	r.mu.Unlock()
-	r.wake()
+	if early {
+		r.wake()
+	}
 	return e
 }
 
@@ -146,8 +150,18 @@ func (r *Registry) extendLocked(e *Entry, lease time.Duration, sent time.Time) {
 func (r *Registry) SetRenew(e *Entry, renew bool) {
 	r.mu.Lock()
 	e.renew = renew
+	early := r.earlierLocked(e)
 	r.mu.Unlock()
-	r.wake()
+	if early {
+		r.wake()
+	}
+}
+
+// earlierLocked reports whether e's judgement time comes before Run's
+// timer: only then must Run be woken to look again. A wake-up for every
+// new lock would cost each Lock a goroutine switch.
+func (r *Registry) earlierLocked(e *Entry) bool {
+	return r.wakeAt.IsZero() || e.judge.Before(r.wakeAt)
 }
 
 func (r *Registry) wake() {
@@ -247,6 +261,7 @@ func (r *Registry) Run(ctx context.Context) {
 		case <-t.C:
 		case <-r.nudge:
 		}
+		r.setWakeAt(time.Time{}) // deciding: every new entry nudges
 		now := time.Now()
 		if !now.Before(next) || r.renewalDue(now) {
 			// A renewal that comes late still proves, when it answers 1,
@@ -262,8 +277,15 @@ func (r *Registry) Run(ctx context.Context) {
 		if j, _ := r.judgeDue(time.Now(), true); !j.IsZero() && j.Before(wake) {
 			wake = j
 		}
+		r.setWakeAt(wake)
 		t.Reset(time.Until(wake))
 	}
+}
+
+func (r *Registry) setWakeAt(t time.Time) {
+	r.mu.Lock()
+	r.wakeAt = t
+	r.mu.Unlock()
 }
 
 // renewalDue reports whether a renewed entry reached its judgement time.

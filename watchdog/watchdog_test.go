@@ -240,3 +240,36 @@ func TestUnsyncedRenewalsDoNotExtendTheLease(t *testing.T) {
 		t.Fatalf("loss %v, want it to wrap an UnsyncedError", lost[1])
 	}
 }
+
+// Run sleeps until the next tick or the earliest judgement, and is woken
+// only by an entry judged before that: a lock with a short lease taken
+// while Run sleeps for an hour is still declared lost at its lease's end.
+func TestRunWakesForAnEarlierJudgement(t *testing.T) {
+	rc := client(t)
+	field := reentrant.Field(reentrant.NewClientID(), 5)
+	r, err := watchdog.New(rc, watchdog.Config{Lease: 2 * time.Hour, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	long := acquire(t, rc, t.Name()+":long", field, 1, time.Hour)
+	r.Track(long[0], field, time.Hour, false, time.Now(), func(*watchdog.Entry, *watchdog.LossError) {})
+	lost := make(chan *watchdog.LossError, 1)
+	short := acquire(t, rc, t.Name()+":short", field, 1, 300*time.Millisecond)
+	r.Track(short[0], field, 300*time.Millisecond, false, time.Now(), func(_ *watchdog.Entry, le *watchdog.LossError) { lost <- le })
+	select {
+	case le := <-lost:
+		if le.Name != short[0] {
+			t.Fatalf("lost %v, want %s", le, short[0])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the short lease was not judged at its end: Run slept on")
+	}
+	if r.Len() != 1 {
+		t.Fatalf("%d entries left, want the long one", r.Len())
+	}
+}
