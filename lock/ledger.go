@@ -247,12 +247,14 @@ func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
 // network failures with a growing delay until ctx ends or stop or also
 // closes. Each send is bounded by CommandTimeout.
 func (c *Client) retry(ctx context.Context, name, op string, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
-	return c.retryFor(ctx, name, op, 0, stop, send, also...)
+	return c.retryFor(ctx, name, op, 0, time.Time{}, stop, send, also...)
 }
 
 // retryFor is retry whose every attempt may take extra beyond
-// CommandTimeout (a WAIT for replicas sent with the request).
-func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Duration, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
+// CommandTimeout (a WAIT for replicas sent with the request), and which
+// sends nothing after until (unless zero): as with a deadline on ctx, but
+// with no timer unless a send fails.
+func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Duration, until time.Time, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
 	var stop2 <-chan struct{}
 	if len(also) > 0 {
 		stop2 = also[0]
@@ -273,20 +275,37 @@ func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Durat
 		if !errors.Is(err, ErrUnavailable) {
 			return err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return join(err, ctx.Err())
-		case <-stop:
-			t.Stop()
-			return join(err, ErrClosed)
-		case <-stop2:
-			t.Stop()
-			return join(err, ErrClosed)
+		if perr := pauseRetry(ctx, delay, until, stop, stop2); perr != nil {
+			return join(err, perr)
 		}
 		delay = min(2*delay, time.Second)
+	}
+}
+
+// pauseRetry waits d before a send is retried; it returns ctx's error
+// when ctx ends, context.DeadlineExceeded when until comes first, and
+// ErrClosed when stop or stop2 closes.
+func pauseRetry(ctx context.Context, d time.Duration, until time.Time, stop, stop2 <-chan struct{}) error {
+	last := false
+	if !until.IsZero() {
+		if left := time.Until(until); left <= d {
+			d, last = max(left, 0), true
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		if last {
+			return context.DeadlineExceeded
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return ErrClosed
+	case <-stop2:
+		return ErrClosed
 	}
 }
 
@@ -369,7 +388,7 @@ func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, stop <-ch
 	sends := 0
 	for tries := 1; ; tries++ {
 		acked := -1
-		err = c.retryFor(ctx, r.Name, "release", r.Sync.Timeout, stop, func(actx context.Context) (err error) {
+		err = c.retryFor(ctx, r.Name, "release", r.Sync.Timeout, time.Time{}, stop, func(actx context.Context) (err error) {
 			sends++
 			res, acked, err = r.RunSynced(actx, c.rc)
 			return err

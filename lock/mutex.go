@@ -528,11 +528,13 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 	defer l.give()
 	// An earlier request's fate first, for as long as one command may
 	// take: an outage is the caller's to ride out, not this attempt's.
-	sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
-	err := c.settle(sctx, l, c.done)
-	cancel()
-	if err != nil {
-		return outcome{}, join(ErrNotAcquired, err)
+	if l.unsettled != nil { // (no timer for the common case)
+		sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
+		err := c.settle(sctx, l, c.done)
+		cancel()
+		if err != nil {
+			return outcome{}, join(ErrNotAcquired, err)
+		}
 	}
 	lease := o.lease
 	if lease == 0 {
@@ -605,12 +607,11 @@ func (m *Mutex) unusable(ctx context.Context, l *ledger, s reentrant.Sync, uncon
 // used. A request whose answer could not be had is recorded as unsettled.
 func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireRequest, sent time.Time) (reentrant.AcquireResult, int, error) {
 	c := m.c
-	rctx, cancel := context.WithDeadline(ctx, sent.Add(req.Lease-c.wd.Margin(req.Lease)))
-	defer cancel()
+	until := sent.Add(req.Lease - c.wd.Margin(req.Lease))
 	var res reentrant.AcquireResult
 	sends := 0
 	unknown := false // some send's outcome is unknown: it may have run
-	err := c.retryFor(rctx, m.name, "acquire", req.Sync.Timeout, c.done, func(actx context.Context) (err error) {
+	err := c.retryFor(ctx, m.name, "acquire", req.Sync.Timeout, until, c.done, func(actx context.Context) (err error) {
 		sends++
 		res, err = req.Run(actx, c.rc)
 		if err != nil && isReply(err) {
