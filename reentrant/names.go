@@ -42,7 +42,10 @@ func TokenName(name string) string { return prefixName("redisson_lock_token", na
 
 // LatchName is the unlock latch key of one release request.
 func LatchName(name, requestID string) string {
-	return prefixName("redisson_unlock_latch", name) + ":" + requestID
+	if strings.Contains(name, "{") { // one allocation either way
+		return "redisson_unlock_latch:" + name + ":" + requestID
+	}
+	return "redisson_unlock_latch:{" + name + "}:" + requestID
 }
 
 // NewRequestID returns 32 random lowercase hex characters: one per Unlock
