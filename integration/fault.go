@@ -102,6 +102,7 @@ const (
 	actDropRequest
 	actDelayRequest
 	actResetAfterRequest
+	actLateRequest
 	actDropReply
 	actDelayReply
 	actResetAfterReply
@@ -141,6 +142,16 @@ var (
 // which keeps the order; other connections are not affected.
 func DelayRequest(d time.Duration) Action { return Action{kind: actDelayRequest, delay: d} }
 
+// LateRequest resets the client's connection at once, as DropRequest
+// does, but keeps the command and forwards it to Redis d later, on the
+// proxy's own connection, which then closes: the client sees its attempt
+// fail and may send the command again (on another connection), and the
+// copy it gave up on still runs, after whatever the client did in
+// between. This is a request delayed in the network beyond its sender's
+// timeout. Its Fault counts the hit once Redis has run the copy and
+// closed the connection.
+func LateRequest(d time.Duration) Action { return Action{kind: actLateRequest, delay: d} }
+
 // DelayReply holds the command's reply for d, after Redis ran the command,
 // before forwarding it to the client. Every later reply on the same
 // connection waits too, which keeps the order.
@@ -155,6 +166,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("DelayRequest(%v)", a.delay)
 	case actResetAfterRequest:
 		return "ResetAfterRequest"
+	case actLateRequest:
+		return fmt.Sprintf("LateRequest(%v)", a.delay)
 	case actDropReply:
 		return "DropReply"
 	case actDelayReply:

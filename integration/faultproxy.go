@@ -116,6 +116,9 @@ func (f *flow) requests() {
 					f.p.faults.done(fault, false)
 					return // the link was cut
 				}
+			case actLateRequest:
+				f.late(w, req, fault)
+				return
 			}
 		}
 		if len(req.args) > 0 {
@@ -227,6 +230,37 @@ func (f *flow) resetClient() {
 	if tc, ok := f.l.server.(*net.TCPConn); !ok || tc.CloseWrite() != nil {
 		f.l.cut()
 	}
+}
+
+// late resets the client's connection and forwards req to Redis after the
+// fault's delay, then closes the proxy's side gracefully: Redis runs it,
+// and its reply is discarded. The fault counts the hit when the link ends.
+func (f *flow) late(w *bufio.Writer, req request, fault *Fault) {
+	f.drain()
+	if tc, ok := f.l.client.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = f.l.client.Close()
+	t := time.NewTimer(fault.rule.Action.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-f.l.done:
+		f.p.faults.done(fault, false)
+		return
+	}
+	f.expect(req.args)
+	_, err := w.Write(req.raw)
+	if err == nil {
+		err = w.Flush()
+	}
+	tc, ok := f.l.server.(*net.TCPConn)
+	if err != nil || !ok || tc.CloseWrite() != nil {
+		f.p.faults.done(fault, false)
+		f.l.cut()
+		return
+	}
+	f.drained = fault
 }
 
 // drain stops forwarding replies to the client. Only the request side

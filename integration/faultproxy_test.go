@@ -196,6 +196,33 @@ func TestFaultResetAfterReply(t *testing.T) {
 	waitFault(t, ctx, f, 1)
 }
 
+func TestFaultLateRequest(t *testing.T) {
+	s := faultServer(t)
+	ctx := testCtx(t)
+	c := newClient(t, s.Addr(), "")
+	direct := newClient(t, s.DirectAddr(), "")
+	f := inject(t, s, Rule{Match: Command("INCR").WithArg("n"), Action: LateRequest(300 * time.Millisecond)})
+	if err := c.Do(ctx, c.B().Incr().Key("n").Build()).Error(); err == nil {
+		t.Fatal("INCR held back as a late request succeeded")
+	}
+	// The client's attempt failed and the copy has not run yet: the
+	// client sends it again, on a new connection, and is answered first.
+	if v, _ := getDirect(t, ctx, direct, "n"); v != "" {
+		t.Fatalf("direct GET n = %q before the late copy, want none", v)
+	}
+	if n, err := c.Do(ctx, c.B().Incr().Key("n").Build()).AsInt64(); err != nil || n != 1 {
+		t.Fatalf("INCR sent again = %d, %v; want 1", n, err)
+	}
+	waitFault(t, ctx, f, 1)
+	// Wait returned: the late copy has run, after the one sent again.
+	if v, _ := getDirect(t, ctx, direct, "n"); v != "2" {
+		t.Fatalf("direct GET n = %q, want 2: the late copy ran too", v)
+	}
+	if got := LateRequest(time.Second).String(); got != "LateRequest(1s)" {
+		t.Fatalf("String() = %q", got)
+	}
+}
+
 func TestFaultDelay(t *testing.T) {
 	const d = 500 * time.Millisecond
 	for _, c := range []struct {
