@@ -625,6 +625,9 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 	})
 	if err == nil {
 		c.acked(m.name, req.Sync, res.Acked)
+		if sends > 1 {
+			c.fence(ctx, l, req.RequestID, sent)
+		}
 		return res, sends, nil
 	}
 	if errors.Is(err, ErrUnavailable) && unknown {
@@ -640,6 +643,22 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 		return res, sends, err
 	}
 	return res, sends, join(ErrNotAcquired, err, context.Cause(ctx))
+}
+
+// fence settles an acquire answered after it was sent more than once,
+// holding the turn: a copy given up on may still be in the network, and
+// would otherwise run later as a request of its own (after a release: a
+// hold nobody knows of, keeping everyone out for a lease). Settled, such a
+// copy finds its record and changes nothing. A lost answer leaves it to a
+// settler, before any later request of the field.
+func (c *Client) fence(ctx context.Context, l *ledger, id string, sent time.Time) {
+	c.setUnsettled(l, &request{id: id, sent: sent})
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
+	err := c.settle(sctx, l, c.done)
+	cancel()
+	if err != nil && l.unsettled != nil {
+		c.settleLater(l)
+	}
 }
 
 // unwanted gives back the hold an acquire just added when its caller

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/reentrant"
@@ -146,4 +148,62 @@ func TestCancelledLockWithLostGiveBackIsNotRenewed(t *testing.T) {
 		t.Fatalf("a cancelled Lock left a hold nobody releases: %v", err)
 	}
 	must(t, g.Unlock(bg()))
+}
+
+// A copy of an acquire that its client gave up on (it sent the request
+// again on a new connection and was answered) can still reach Redis
+// later: after a re-entry of the owner (the model's shortest M7 trail,
+// docs/model/README.md: the copy adds a third hold to the owner's two) or
+// after its release (a hold nobody knows of, keeping everyone out for a
+// lease). It must find the request fenced and change nothing. Both failed
+// before the fence.
+func TestLateCopyOfAnAnsweredAcquireTakesNothing(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{CommandTimeout: 100 * time.Millisecond}, srv)
+	rc := raw(t, srv)
+	for _, after := range []string{"reentry", "release"} {
+		t.Run(after, func(t *testing.T) {
+			n := name(t)
+			var once atomic.Bool
+			acquire := isAcquire(n)
+			late := inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
+				return acquire(cmd) && once.CompareAndSwap(false, true)
+			}), Action: integration.LateRequest(300 * time.Millisecond)})
+			h, err := c.Mutex(n).Lock(bg()) // answered through the copy sent again
+			must(t, err)
+			field := reentrant.Field(c.ID(), h.Owner())
+			var inner *lock.Held
+			want := int64(0)
+			if after == "reentry" {
+				inner, err = c.Mutex(n).Lock(h.Context())
+				must(t, err)
+				want = 2
+			} else {
+				must(t, h.Unlock(bg()))
+			}
+			wctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+			err = late.Wait(wctx) // the late copy has run
+			cancel()
+			must(t, err)
+			if got := hgetInt(t, rc, n, field); got != want {
+				t.Fatalf("after the late copy Redis counts %d holds of the owner, want %d (HGETALL %v)", got, want, hgetall(t, rc, n))
+			}
+			if inner != nil {
+				must(t, inner.Unlock(bg()))
+				must(t, h.Unlock(bg()))
+			}
+			if exists(t, rc, n) {
+				t.Fatalf("lock left after every Unlock (HGETALL %v)", hgetall(t, rc, n))
+			}
+		})
+	}
+}
+
+func hgetall(t *testing.T, rc rueidis.Client, key string) map[string]string {
+	t.Helper()
+	m, err := do(t, rc, "HGETALL", key).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
