@@ -42,6 +42,7 @@ type Client struct {
 	bg      sync.WaitGroup // the watchdog loop, the latch cleaner, the master follower
 	latches chan string    // unlock latches to delete
 
+	recordMin  time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
 	settleCtx  context.Context // ends settlers: cancelled by Close
 	stopSettle context.CancelFunc
 	settling   sync.WaitGroup // settlers of unsettled requests
@@ -246,17 +247,18 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		return nil, err
 	}
 	c := &Client{
-		cfg:     cfg,
-		rc:      rc,
-		owned:   owned,
-		addr:    addr,
-		id:      cfg.ClientID,
-		publish: reentrant.Publish,
-		obs:     cfg.Observer,
-		done:    make(chan struct{}),
-		latches: make(chan string, 4096),
-		ledgers: map[holdKey]*ledger{},
-		queues:  map[string]*queue{},
+		cfg:       cfg,
+		rc:        rc,
+		owned:     owned,
+		addr:      addr,
+		id:        cfg.ClientID,
+		publish:   reentrant.Publish,
+		obs:       cfg.Observer,
+		done:      make(chan struct{}),
+		latches:   make(chan string, 4096),
+		recordMin: unlockLatchTTL,
+		ledgers:   map[holdKey]*ledger{},
+		queues:    map[string]*queue{},
 	}
 	c.sentinel = rc.Mode() == rueidis.ClientModeSentinel
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())

@@ -112,7 +112,15 @@ func (l *ledger) give() { <-l.turn }
 // recordTTL is how long a request's record (its unlock latch, or the
 // settlement's fence) lives: longer than any retry of the request.
 func (c *Client) recordTTL() time.Duration {
-	return max(unlockLatchTTL, 4*c.cfg.WatchdogTimeout+4*c.cfg.CommandTimeout)
+	return max(c.recordMin, 4*c.cfg.WatchdogTimeout+4*c.cfg.CommandTimeout)
+}
+
+// retryHorizon is the last moment a request first sent at sent may be
+// sent again: every copy sent until then runs (or never does) while the
+// record the first copy left still lives, so that it is answered by that
+// record rather than applied twice.
+func (c *Client) retryHorizon(sent time.Time) time.Time {
+	return sent.Add(c.recordTTL() - 2*c.cfg.CommandTimeout)
 }
 
 // settle resolves l's unsettled request, if any, holding the turn: after
@@ -149,7 +157,7 @@ func (c *Client) settle(ctx context.Context, l *ledger, stop ...<-chan struct{})
 	}
 	c.reconcile(l, out.Count)
 	if u.release != nil && out.Release == reentrant.Fenced {
-		if time.Since(u.sent) > c.recordTTL()-2*c.cfg.CommandTimeout {
+		if time.Now().After(c.retryHorizon(u.sent)) {
 			// Its latch may have expired: "not run" cannot be told from
 			// "ran, and its record is gone". Releasing again could take a
 			// hold twice; report the loss instead.
@@ -337,7 +345,13 @@ func (c *Client) settleLater(l *ledger) {
 		// Until the request's lease must have run out (and a little
 		// more): past that, whatever it did has expired, unless it was
 		// a re-entry, which the next operation settles.
-		hctx, cancel := context.WithDeadline(ctx, l.unsettled.sent.Add(c.cfg.WatchdogTimeout+c.cfg.CommandTimeout))
+		// A release (of a Held that waits for its outcome) is settled
+		// for as long from now.
+		from := l.unsettled.sent
+		if l.unsettled.release != nil {
+			from = time.Now()
+		}
+		hctx, cancel := context.WithDeadline(ctx, from.Add(c.cfg.WatchdogTimeout+c.cfg.CommandTimeout))
 		defer cancel()
 		for l.unsettled != nil && hctx.Err() == nil {
 			if c.settle(hctx, l) != nil {
@@ -374,8 +388,11 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 	}
 }
 
-// sendRelease sends r, asking again after a lost answer (see retry), and
-// returns its answer. The latch of a release sent once is deleted by the
+// sendRelease sends r, asking again after a lost answer (see retry) until
+// its retry horizon (a copy sent later could outlive the latch that makes
+// it answered rather than applied: the outcome then stays unknown, an
+// ErrUnavailable for the caller to record as unsettled), and returns its
+// answer. The latch of a release sent once is deleted by the
 // cleaner; that of a release sent more than once is left to expire
 // (recordTTL), since a late copy of an earlier send must still find it.
 //
@@ -386,9 +403,10 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, stop <-chan struct{}, also ...<-chan struct{}) (res reentrant.ReleaseResult, unsynced, err error) {
 	r.Sync = c.sync(ctx, r.Name)
 	sends := 0
+	until := c.retryHorizon(time.Now())
 	for tries := 1; ; tries++ {
 		acked := -1
-		err = c.retryFor(ctx, r.Name, "release", r.Sync.Timeout, time.Time{}, stop, func(actx context.Context) (err error) {
+		err = c.retryFor(ctx, r.Name, "release", r.Sync.Timeout, until, stop, func(actx context.Context) (err error) {
 			sends++
 			res, acked, err = r.RunSynced(actx, c.rc)
 			return err
