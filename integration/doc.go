@@ -57,8 +57,12 @@
 // [SentinelGroup.Failover] forces a failover (SENTINEL FAILOVER);
 // [SentinelGroup.KillMaster] and [SentinelGroup.PauseMaster] fault the
 // master and [SentinelGroup.WaitNewMaster] waits for its successor;
+// [SentinelGroup.Rejoin] makes the old master a replica again at once;
 // [SentinelGroup.WaitHealthy] waits until the deployment could fail over
-// again. Its processes have no proxy either.
+// again. Its servers have no proxy unless [SentinelOptions].Proxied: then
+// each server announces its proxy, the sentinels and replicas reach it
+// only through that, and [SentinelGroup.PartitionMaster] cuts the master
+// off from all of them but the test's own DirectAddr.
 //
 // [TestBackend] runs the package's own tests of a backend; the Docker
 // module calls it for Docker.

@@ -51,22 +51,30 @@ func (l *link) cut() {
 	})
 }
 
-func newProxy(target string) (*proxy, error) {
+// listenProxy returns a proxy that listens but does not accept yet:
+// connections wait in the kernel's backlog until serve. Its address is
+// known before the server behind it starts, so that the server can
+// announce it (replica-announce-port).
+func listenProxy() (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("rlock: integration: proxy listen: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &proxy{
+	return &proxy{
 		ln:     ln,
 		ctx:    ctx,
 		cancel: cancel,
-		target: target,
 		links:  make(map[*link]struct{}),
 		held:   make(map[net.Conn]struct{}),
-	}
+	}, nil
+}
+
+// serve starts forwarding to target. It is called once, before any other
+// method but addr and close.
+func (p *proxy) serve(target string) {
+	p.target = target
 	p.wg.Go(p.accept)
-	return p, nil
 }
 
 func (p *proxy) addr() string { return p.ln.Addr().String() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,14 @@ type SentinelOptions struct {
 	SentinelPassword string
 	// Args are extra redis-server arguments for every server.
 	Args []string
+	// Proxied puts a fault proxy in front of every server, as StartRedis
+	// does, and makes the servers announce it (replica-announce-ip and
+	// replica-announce-port): the sentinels monitor the proxies, replicas
+	// replicate through them, and clients following the sentinels reach
+	// the servers through them only. PartitionMaster then cuts the master
+	// off from all of them, while its DirectAddr still reaches it. Without
+	// it, a server's Addr is its DirectAddr and Partition is refused.
+	Proxied bool
 }
 
 // withDefaults fills the zero fields and checks the rest.
@@ -90,12 +99,15 @@ func (o SentinelOptions) withDefaults() (SentinelOptions, error) {
 // processes monitoring them, all on the process backend. Which server is
 // the master changes with failovers: ask Master.
 //
-// Its servers have no proxy: Sentinel hands clients the master's own
-// address, so a proxy could not stay in the path. Kill, Restart, Pause
-// and Resume work on them and on the sentinels; Partition does not. A
-// server restarted after a failover comes back as a master of its own
-// (with its data, or none) until the sentinels make it a replica again;
-// WaitHealthy waits for that.
+// The sentinels and the servers know each server by its Addr: with
+// SentinelOptions.Proxied that is its proxy, which its server announces
+// to the master it replicates, so that the proxy stays in every path but
+// the test's own (DirectAddr); without, it is the server's own address
+// and a Server's Partition is refused (ErrNoProxy). Kill, Restart, Pause
+// and Resume work on the servers and the sentinels. A server restarted,
+// resumed or healed after a failover comes back as a master of its own
+// (with its data, or none) until the sentinels make it a replica again,
+// about 10s later; Rejoin does it at once, and WaitHealthy waits for it.
 //
 // Every wait polls the processes' state (there is no notification of it
 // that a test could use), every 50ms, bounded by its ctx or, when that
@@ -128,32 +140,10 @@ func StartSentinel(ctx context.Context, opts SentinelOptions) (*SentinelGroup, e
 		return nil, unavailable(BackendProcess, "%s not on PATH (Debian: apt-get install redis-sentinel): %w", sentinelBin, err)
 	}
 	g := &SentinelGroup{opts: opts}
-	args := []string{"--repl-diskless-sync-delay", "0"}
-	if opts.Password != "" {
-		args = append(args, "--masterauth", opts.Password)
-	}
-	args = append(args, opts.Args...)
-	base := Options{Backend: BackendProcess, Password: opts.Password, Args: args}
-	master, err := startServer(ctx, base, false)
-	if err != nil {
-		return nil, err
-	}
-	g.servers = append(g.servers, master)
-	host, port, _ := net.SplitHostPort(master.DirectAddr())
-	for range opts.Replicas {
-		o := base
-		o.Args = append([]string{"--replicaof", host, port}, args...)
-		s, err := startServer(ctx, o, false)
-		if err != nil {
-			return nil, errors.Join(err, g.Close())
-		}
-		g.servers = append(g.servers, s)
-	}
-	if err := g.poll(ctx, "replicas synchronised", func(ctx context.Context) error {
-		return g.checkReplication(ctx, master)
-	}); err != nil {
+	if err := g.startServers(ctx); err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
+	host, port, _ := net.SplitHostPort(g.servers[0].Addr())
 	conf := g.sentinelConf(host, port)
 	for range opts.Sentinels {
 		s, err := startSentinelProcess(ctx, Options{Backend: BackendProcess, Password: opts.SentinelPassword}, conf)
@@ -166,6 +156,50 @@ func StartSentinel(ctx context.Context, opts SentinelOptions) (*SentinelGroup, e
 		return nil, errors.Join(err, g.Close())
 	}
 	return g, nil
+}
+
+// startServers starts the master and its replicas, each behind a proxy
+// that it announces when Proxied, and waits until every replica has
+// synchronised with the master.
+func (g *SentinelGroup) startServers(ctx context.Context) error {
+	args := []string{"--repl-diskless-sync-delay", "0"}
+	if g.opts.Password != "" {
+		args = append(args, "--masterauth", g.opts.Password)
+	}
+	args = append(args, g.opts.Args...)
+	base := Options{Backend: BackendProcess, Password: g.opts.Password, Args: args}
+	var first []string
+	for range g.opts.Replicas + 1 {
+		s, err := g.startServer(ctx, base, first)
+		if err != nil {
+			return err
+		}
+		g.servers = append(g.servers, s)
+		if first == nil {
+			host, port, _ := net.SplitHostPort(s.Addr())
+			first = []string{"--replicaof", host, port}
+		}
+	}
+	return g.poll(ctx, "replicas synchronised", func(ctx context.Context) error {
+		return g.checkReplication(ctx, g.servers[0])
+	})
+}
+
+// startServer starts one server of the group with base's options, pre
+// coming before base's arguments.
+func (g *SentinelGroup) startServer(ctx context.Context, base Options, pre []string) (*Server, error) {
+	o := base
+	if !g.opts.Proxied {
+		o.Args = slices.Concat(pre, base.Args)
+		return startBehind(ctx, o, nil)
+	}
+	p, err := listenProxy()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(p.addr())
+	o.Args = slices.Concat(pre, []string{"--replica-announce-ip", host, "--replica-announce-port", port}, base.Args)
+	return startBehind(ctx, o, p)
 }
 
 // sentinelConf is every sentinel's configuration file: the master to
@@ -246,10 +280,11 @@ func (g *SentinelGroup) Master(ctx context.Context) (*Server, error) {
 
 // WaitNewMaster waits until every running sentinel names a master other
 // than old, and that server answers ROLE as a master: after the master
-// was killed or paused (KillMaster, PauseMaster), a failover promoted a
-// replica and the sentinels know it. It returns the new master. Clients
-// hear of the change from the sentinels' +switch-master event, at about
-// the same time but not necessarily before WaitNewMaster returns.
+// was killed, paused or partitioned (KillMaster, PauseMaster,
+// PartitionMaster), a failover promoted a replica and the sentinels know
+// it. It returns the new master. Clients hear of the change from the
+// sentinels' +switch-master event, at about the same time but not
+// necessarily before WaitNewMaster returns.
 //
 // May return the state that was awaited, joined with ctx's error.
 func (g *SentinelGroup) WaitNewMaster(ctx context.Context, old *Server) (*Server, error) {
@@ -264,7 +299,7 @@ func (g *SentinelGroup) waitMaster(ctx context.Context, old *Server) (*Server, e
 	defer cancel()
 	what := "sentinels agree on a master"
 	if old != nil {
-		what = "sentinels agree on a master other than " + old.DirectAddr()
+		what = "sentinels agree on a master other than " + old.Addr()
 	}
 	var m *Server
 	err := g.poll(ctx, what, func(ctx context.Context) (err error) {
@@ -301,84 +336,6 @@ func (g *SentinelGroup) WaitHealthy(ctx context.Context) (*Server, error) {
 		return g.checkSentinels(ctx, m)
 	})
 	return m, err
-}
-
-// Failover makes a running sentinel fail the master over at once
-// (SENTINEL FAILOVER, without waiting for the master to be deemed down),
-// and returns the new master once every running sentinel names it and it
-// answers ROLE as a master (WaitNewMaster). It waits for a healthy group
-// first (WaitHealthy).
-//
-// The old master keeps running as a master of its own, with its clients
-// connected, until the sentinels reconfigure it as a replica of the new
-// one (and close its clients' connections): Sentinel does that about 10s
-// later, once the old master has reported its role for 8s and is asked
-// again. WaitHealthy waits for that.
-//
-// May return the state that was awaited, joined with ctx's error, or a
-// sentinel's refusal.
-func (g *SentinelGroup) Failover(ctx context.Context) (*Server, error) {
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
-	old, err := g.WaitHealthy(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var s *Server
-	for _, x := range g.sentinels {
-		if x.up() {
-			s = x
-			break
-		}
-	}
-	if s == nil {
-		return nil, errors.New("rlock: integration: no sentinel is running")
-	}
-	// A sentinel may not yet count a replica as a candidate right after
-	// a previous failover (NOGOODSLAVE): ask again. INPROG means a
-	// failover is under way, which is what was asked for.
-	err = g.poll(ctx, "SENTINEL FAILOVER accepted", func(qctx context.Context) error {
-		_, err := query(qctx, s.DirectAddr(), s.Password(), "SENTINEL", "FAILOVER", g.opts.MasterSet)
-		var re replyError
-		if errors.As(err, &re) && strings.HasPrefix(string(re), "INPROG") {
-			return nil
-		}
-		if errors.As(err, &re) && !strings.HasPrefix(string(re), "NOGOODSLAVE") {
-			return errStop{err}
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return g.WaitNewMaster(ctx, old)
-}
-
-// KillMaster kills the master (SIGKILL) and returns it; WaitNewMaster
-// then waits for its successor. Restart it to have it rejoin as a
-// replica (WaitHealthy).
-//
-// May return the errors of Master and of Server.Kill.
-func (g *SentinelGroup) KillMaster(ctx context.Context) (*Server, error) {
-	m, err := g.Master(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return m, m.Kill(ctx)
-}
-
-// PauseMaster stops the master (SIGSTOP) and returns it: it keeps its
-// connections but answers nothing, and the sentinels fail it over after
-// DownAfter; WaitNewMaster waits for that. Resume it to have the
-// sentinels make it a replica (WaitHealthy).
-//
-// May return the errors of Master and of Server.Pause.
-func (g *SentinelGroup) PauseMaster(ctx context.Context) (*Server, error) {
-	m, err := g.Master(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return m, m.Pause(ctx)
 }
 
 // Close closes the sentinels, then the servers. It is idempotent.

@@ -71,10 +71,10 @@ func (s *Server) up() bool {
 	return !ok || !p.paused
 }
 
-// server returns the group's server at addr, or nil.
+// server returns the group's server known at addr (its Addr), or nil.
 func (g *SentinelGroup) server(addr string) *Server {
 	for _, s := range g.servers {
-		if s.DirectAddr() == addr {
+		if s.Addr() == addr {
 			return s
 		}
 	}
@@ -118,7 +118,7 @@ func (g *SentinelGroup) checkMaster(ctx context.Context, old *Server) (*Server, 
 		}
 		addr = got
 	}
-	if old != nil && addr == old.DirectAddr() {
+	if old != nil && addr == old.Addr() {
 		return nil, fmt.Errorf("sentinels still name %s", addr)
 	}
 	m := g.server(addr)
@@ -162,10 +162,10 @@ func (g *SentinelGroup) checkReplication(ctx context.Context, m *Server) error {
 		info, _ := v.(string)
 		f := infoFields(info)
 		switch {
-		case f["role"] != "slave", net.JoinHostPort(f["master_host"], f["master_port"]) != m.DirectAddr():
-			return fmt.Errorf("%s: role %s of %s:%s, want a replica of %s", s.DirectAddr(), f["role"], f["master_host"], f["master_port"], m.DirectAddr())
+		case f["role"] != "slave", net.JoinHostPort(f["master_host"], f["master_port"]) != m.Addr():
+			return fmt.Errorf("%s: role %s of %s:%s, want a replica of %s", s.Addr(), f["role"], f["master_host"], f["master_port"], m.Addr())
 		case f["master_link_status"] != "up", f["master_sync_in_progress"] != "0":
-			return fmt.Errorf("%s: replica link %s, sync in progress %s", s.DirectAddr(), f["master_link_status"], f["master_sync_in_progress"])
+			return fmt.Errorf("%s: replica link %s, sync in progress %s", s.Addr(), f["master_link_status"], f["master_sync_in_progress"])
 		}
 	}
 	return nil
@@ -203,12 +203,12 @@ func (g *SentinelGroup) checkSentinels(ctx context.Context, m *Server) error {
 			if r == m {
 				continue
 			}
-			f, ok := known[r.DirectAddr()]
+			f, ok := known[r.Addr()]
 			switch {
 			case !ok:
-				return fmt.Errorf("sentinel %s does not know replica %s", s.DirectAddr(), r.DirectAddr())
+				return fmt.Errorf("sentinel %s does not know replica %s", s.DirectAddr(), r.Addr())
 			case f["flags"] != "slave":
-				return fmt.Errorf("sentinel %s sees replica %s: flags %q", s.DirectAddr(), r.DirectAddr(), f["flags"])
+				return fmt.Errorf("sentinel %s sees replica %s: flags %q", s.DirectAddr(), r.Addr(), f["flags"])
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -117,6 +118,73 @@ func TestSentinelPause(t *testing.T) {
 	}
 	if err := paused.Resume(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// Without Proxied there is nothing to partition.
+	if _, err := g.PartitionMaster(ctx); !errors.Is(err, ErrNoProxy) {
+		t.Fatalf("PartitionMaster without Proxied: %v, want ErrNoProxy", err)
+	}
+}
+
+// TestSentinelPartition: with Proxied, the sentinels and the replicas
+// reach the servers through their proxies only, so a partition of the
+// master's proxy makes the sentinels promote a replica, while the old
+// master runs on as a master on its DirectAddr (the minority side), cut
+// off from its replicas: a write made there reaches nobody. After Heal,
+// Rejoin makes it a replica of the new master, whose data replaces its
+// own.
+func TestSentinelPartition(t *testing.T) {
+	g := RedisSentinel(t, SentinelOptions{Proxied: true, Password: "pw"})
+	ctx := sentinelCtx(t)
+	old, err := g.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range g.Servers() {
+		if s.Addr() == s.DirectAddr() {
+			t.Fatalf("server %s has no proxy", s.DirectAddr())
+		}
+	}
+	// The replicas replicate the master's proxy (StartSentinel's
+	// WaitHealthy checked that), and announce their own.
+	if err := g.checkReplication(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := g.PartitionMaster(ctx); err != nil || p != old {
+		t.Fatalf("PartitionMaster: %v, %v; want %s", p, err, old.Addr())
+	}
+	if _, err := command(ctx, old.DirectAddr(), "pw", "SET", "minority", "1"); err != nil {
+		t.Fatalf("a write on the partitioned master's DirectAddr: %v", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = command(pctx, old.Addr(), "pw", "PING")
+	cancel()
+	if err == nil {
+		t.Fatal("PING through the partitioned master's proxy answered")
+	}
+	m, err := g.WaitNewMaster(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role, err := g.role(ctx, old); err != nil || role != "master" {
+		t.Fatalf("partitioned old master's role %q, %v; want master", role, err)
+	}
+	if v, err := query(ctx, old.DirectAddr(), "pw", "INFO", "replication"); err != nil || infoFields(v.(string))["connected_slaves"] != "0" {
+		t.Fatalf("partitioned old master's replicas: %v, %v; want none connected", v, err)
+	}
+	if v, err := query(ctx, m.DirectAddr(), "pw", "GET", "minority"); err != nil || v != nil {
+		t.Fatalf("the minority's write on the new master: %v, %v; want none", v, err)
+	}
+	if err := old.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := g.Rejoin(ctx, old); err != nil || h != m {
+		t.Fatalf("Rejoin: %v, %v; want %s", h, err, m.Addr())
+	}
+	if role, err := g.role(ctx, old); err != nil || role != "slave" {
+		t.Fatalf("rejoined old master's role %q, %v; want slave", role, err)
+	}
+	if v, err := query(ctx, old.DirectAddr(), "pw", "GET", "minority"); err != nil || v != nil {
+		t.Fatalf("the minority's write on the rejoined old master: %v, %v; want none", v, err)
 	}
 }
 

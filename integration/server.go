@@ -128,6 +128,27 @@ func StartRedis(ctx context.Context, opts Options) (*Server, error) {
 
 // startServer starts a server, with its proxy when withProxy.
 func startServer(ctx context.Context, opts Options, withProxy bool) (*Server, error) {
+	if !withProxy {
+		return startBehind(ctx, opts, nil)
+	}
+	p, err := listenProxy()
+	if err != nil {
+		return nil, err
+	}
+	return startBehind(ctx, opts, p)
+}
+
+// startBehind starts a server behind the proxy p, which listens already
+// (listenProxy) and is served once the server runs; nil p: no proxy. On
+// an error p is closed.
+func startBehind(ctx context.Context, opts Options, p *proxy) (s *Server, err error) {
+	if p != nil {
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, p.close())
+			}
+		}()
+	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	if opts.ClockRate < 0 {
@@ -150,12 +171,8 @@ func startServer(ctx context.Context, opts Options, withProxy bool) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	if !withProxy {
-		return &Server{opts: opts, kind: kind, b: b}, nil
-	}
-	p, err := newProxy(b.directAddr())
-	if err != nil {
-		return nil, errors.Join(err, b.close(ctx))
+	if p != nil {
+		p.serve(b.directAddr())
 	}
 	return &Server{opts: opts, kind: kind, proxy: p, b: b}, nil
 }
@@ -212,7 +229,8 @@ func (s *Server) Backend() Backend { return s.kind }
 // Addr is the "127.0.0.1:port" of the Server's proxy. Clients under test use
 // it, so that Partition cuts them off. The address stays the same across
 // Kill and Restart. A Cluster's nodes have no proxy: their Addr is
-// DirectAddr.
+// DirectAddr; neither have a SentinelGroup's servers, unless
+// SentinelOptions.Proxied.
 func (s *Server) Addr() string {
 	if s.proxy == nil {
 		return s.b.directAddr()
