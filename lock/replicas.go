@@ -20,9 +20,10 @@ const replicaRefresh = 10 * time.Second
 // needs it; a WAIT answered by another number of replicas than expected
 // asks again before the next one.
 type replicas struct {
-	mu  sync.Mutex
-	m   map[string]replicaCount // by master address
-	had map[string]bool         // masters seen with replicas by this Client
+	mu     sync.Mutex
+	m      map[string]replicaCount // by master address
+	had    map[string]bool         // masters seen with replicas by this Client
+	asking map[string]bool         // masters asked in the background now
 }
 
 type replicaCount struct {
@@ -46,21 +47,38 @@ const defaultReplicaSyncTimeout = time.Second
 // Its count of none must not turn the check off; requests fail with
 // ErrUnavailable until a replica is back (or the Client is closed).
 func (c *Client) sync(ctx context.Context, name string) reentrant.Sync {
+	return c.syncAt(ctx, c.at(name), false)
+}
+
+// syncAt is sync for the master at addr. For a renewal the count is the
+// last one known, even if old (a fresh one is asked for in the
+// background), and a master that had replicas and whose count is not
+// known still needs one acknowledgement: the renewal's WAIT then tells
+// whether a replica has it.
+func (c *Client) syncAt(ctx context.Context, addr string, renewal bool) reentrant.Sync {
 	if c.cfg.ReplicaSyncTimeout < 0 {
 		return reentrant.Sync{}
 	}
-	addr := c.at(name)
 	c.reps.mu.Lock()
 	rc, ok := c.reps.m[addr]
 	c.reps.mu.Unlock()
 	if !ok || time.Since(rc.asked) > replicaRefresh {
-		rc = c.learnReplicas(ctx, addr)
+		if renewal {
+			// The watchdog never waits for the question: it renews with
+			// the last count known, and the answer serves the next tick.
+			c.learnReplicasLater(addr)
+			if !ok {
+				rc = replicaCount{unknown: true}
+			}
+		} else {
+			rc = c.learnReplicas(ctx, addr)
+		}
 	}
 	if rc.n == 0 {
 		c.reps.mu.Lock()
 		had := c.reps.had[addr]
 		c.reps.mu.Unlock()
-		if !had || rc.unknown {
+		if !had || (rc.unknown && !renewal) {
 			// A master that cannot be asked (stopped, or no longer
 			// where a slot table says) is not held to it: the
 			// request reports the outage, or lands on the master
@@ -75,7 +93,8 @@ func (c *Client) sync(ctx context.Context, name string) reentrant.Sync {
 // renewSync is the watchdog's Config.Sync: a renewal of name counts once
 // a replica of its master acknowledged it, as an acquire does.
 func (c *Client) renewSync(ctx context.Context, name string) (string, reentrant.Sync) {
-	return c.at(name), c.sync(ctx, name)
+	addr := c.at(name)
+	return addr, c.syncAt(ctx, addr, true)
 }
 
 // learnReplicas asks the master at addr for its replica count and keeps
@@ -98,6 +117,31 @@ func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
 	}
 	c.reps.mu.Unlock()
 	return rc
+}
+
+// learnReplicasLater asks the master at addr for its replica count in
+// the background, once at a time per master. The goroutine belongs to
+// the Client (c.bg); it is started only by the watchdog's loop, which is
+// itself in c.bg, so Close's wait covers it.
+func (c *Client) learnReplicasLater(addr string) {
+	c.reps.mu.Lock()
+	if c.reps.asking == nil {
+		c.reps.asking = map[string]bool{}
+	}
+	if c.reps.asking[addr] {
+		c.reps.mu.Unlock()
+		return
+	}
+	c.reps.asking[addr] = true
+	c.reps.mu.Unlock()
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		c.learnReplicas(c.settleCtx, addr) // Close cancels settleCtx
+		c.reps.mu.Lock()
+		delete(c.reps.asking, addr)
+		c.reps.mu.Unlock()
+	}()
 }
 
 // acked notes a WAIT's answer for name's master: another number of

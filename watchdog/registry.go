@@ -28,7 +28,9 @@ type Config struct {
 	// the lock name before it counts (replica sync): master names the
 	// master the name lives on, s the WAIT to send after its renewals.
 	// A renewal no replica acknowledged did not extend the lease: what a
-	// failover would keep is the lease the replicas last saw.
+	// failover would keep is the lease the replicas last saw. ctx ends
+	// one round trip before the earliest judgement of the tick's entries:
+	// Sync must answer by then (from what it knows).
 	Sync func(ctx context.Context, name string) (master string, s reentrant.Sync)
 	// Acked, when set, is told each WAIT's answer (-1: none known).
 	Acked func(name string, s reentrant.Sync, acked int)
@@ -97,6 +99,8 @@ type Registry struct {
 	tickDone chan struct{}   // closed when the tick in flight ends
 	nudge    chan struct{}   // tells Run that a judgement time moved earlier
 	wakeAt   time.Time       // when Run's timer fires; zero while Run decides (or before it runs)
+
+	strays sync.WaitGroup // round trips given up on at their deadline, still unanswered (see roundTrip)
 }
 
 // New returns an empty Registry for the master behind c.
@@ -253,6 +257,7 @@ func (r *Registry) Len() int {
 func (r *Registry) Run(ctx context.Context) {
 	t := time.NewTimer(r.cfg.Interval)
 	defer t.Stop()
+	defer r.strays.Wait()
 	next := time.Now().Add(r.cfg.Interval)
 	for {
 		select {

@@ -2,6 +2,7 @@ package watchdog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,7 +32,7 @@ func (r *Registry) Tick(ctx context.Context) Tick {
 
 	rb, byKey := r.build(batch)
 	tk.Commands = len(rb.Cmds)
-	syncs := r.syncs(ctx, rb)
+	syncs := r.syncs(ctx, rb, byKey, tk.Start)
 
 	// Send every command; then send again, in one round trip each time,
 	// the ones the server did not answer (NOSCRIPT, a broken connection)
@@ -104,10 +105,18 @@ type masterSync struct {
 
 // syncs returns, for each renew command of rb, the replica sync its
 // master asks for (nil when no command needs one), by Config.Sync.
-func (r *Registry) syncs(ctx context.Context, rb reentrant.RenewBatch) []*masterSync {
+func (r *Registry) syncs(ctx context.Context, rb reentrant.RenewBatch, byKey map[reentrant.Hold]*Entry, start time.Time) []*masterSync {
 	if r.cfg.Sync == nil {
 		return nil
 	}
+	// Finding the replicas out (a question to the master) must not hold
+	// the renewals back past the earliest judgement among them.
+	all := make([]int, len(rb.Cmds))
+	for i := range all {
+		all[i] = i
+	}
+	ctx, cancel := context.WithDeadline(ctx, r.earliestJudge(rb, all, byKey, start.Add(r.cfg.Interval)).Add(-r.cfg.RoundTrip))
+	defer cancel()
 	out := make([]*masterSync, len(rb.Cmds))
 	byMaster := map[string]*masterSync{}
 	any := false
@@ -146,17 +155,30 @@ func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBa
 		}
 	}
 	waits := r.waits(pending, syncs)
-	for _, ms := range waits {
-		// Built anew each round trip, routed to the master of its
-		// renewals and sent after them on the same connection.
-		cmds = append(cmds, r.c.B().Wait().Numreplicas(int64(ms.s.Replicas)).Timeout(ms.s.Timeout.Milliseconds()).Build().SetSlot(ms.name))
-		timeout = max(timeout, ms.s.Timeout+r.cfg.RoundTrip)
+	if len(waits) > 0 {
+		// The WAIT ends before the earliest judgement among these
+		// entries (less one round trip for its answer), not after its
+		// own timeout: a last renewal must be answered, or judged
+		// lost, within one round trip of its judgement, before the
+		// key can have run out anywhere (a replica promoted meanwhile
+		// included). Unacknowledged in time, it does not count.
+		wait := max(min(waits[0].s.Timeout, time.Until(until)-r.cfg.RoundTrip), time.Millisecond)
+		timeout = max(timeout, wait+r.cfg.RoundTrip)
+		for _, ms := range waits {
+			// Built anew each round trip, routed to the master of its
+			// renewals and sent after them on the same connection.
+			cmds = append(cmds, r.c.B().Wait().Numreplicas(int64(ms.s.Replicas)).Timeout(min(ms.s.Timeout, wait).Milliseconds()).Build().SetSlot(ms.name))
+		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
 	sent := time.Now()
-	results := r.c.DoMulti(rctx, cmds...)
-	cancel()
+	results := r.send(ctx, cmds, timeout)
 	tk.RoundTrips++
+	if results == nil {
+		// No answer by the deadline: every command failed, and none is
+		// sent again in this tick (its copies may still be on the wire).
+		r.unanswered(tk, rb, pending, byKey)
+		return nil, false
+	}
 	acked := map[*masterSync]int{}
 	for k, ms := range waits {
 		n, err := results[len(pending)+k].AsInt64()
@@ -186,6 +208,34 @@ func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBa
 		}
 	}
 	return again, noscript
+}
+
+// errNoAnswer is a renewal round trip's error when no answer came by its
+// deadline.
+var errNoAnswer = errors.New("rlock: watchdog: no answer to the renewals within their deadline")
+
+// send sends cmds in one round trip bounded by timeout, and returns their
+// results, or nil when none came by then: the judgement of a last renewal
+// must not wait for a client that overruns its context (a connection
+// being dialled, a master being switched). A round trip given up on
+// finishes in the background; Run waits for it before it returns.
+func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout time.Duration) []rueidis.RedisResult {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	done := make(chan []rueidis.RedisResult, 1)
+	r.strays.Add(1)
+	go func() {
+		defer r.strays.Done()
+		defer cancel()
+		done <- r.c.DoMulti(rctx, cmds...)
+	}()
+	t := time.NewTimer(timeout + time.Millisecond)
+	defer t.Stop()
+	select {
+	case results := <-done:
+		return results
+	case <-t.C:
+		return nil
+	}
 }
 
 // waits returns the masters whose WAIT goes with the pending commands, in
@@ -298,6 +348,36 @@ func (r *Registry) apply(tk *Tick, rb reentrant.RenewBatch, i int, res rueidis.R
 	tk.Lost += len(losses)
 	tellLost(losses, why)
 	return again
+}
+
+// unanswered records the failure of the pending commands' renewals, whose
+// round trip got no answer by its deadline: entries whose judgement time
+// has come are lost.
+func (r *Registry) unanswered(tk *Tick, rb reentrant.RenewBatch, pending []int, byKey map[reentrant.Hold]*Entry) {
+	if tk.Err == nil {
+		tk.Err = errNoAnswer
+	}
+	var losses []*Entry
+	var why []*LossError
+	now := time.Now()
+	r.mu.Lock()
+	for _, i := range pending {
+		for _, h := range rb.Holds[i] {
+			e := byKey[h]
+			if e.gone || e.busy > 0 {
+				continue
+			}
+			if le := r.failedLocked(e, errNoAnswer, now); le != nil {
+				losses = append(losses, e)
+				why = append(why, le)
+				continue
+			}
+			tk.Failed++
+		}
+	}
+	r.mu.Unlock()
+	tk.Lost += len(losses)
+	tellLost(losses, why)
 }
 
 // tellLost calls each lost entry's onLost with why it was lost.
