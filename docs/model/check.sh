@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Checks docs/model/rlock.pml with spin (see README.md):
-#   - the model of the (amended) ledger spec: no violation, search complete;
-#   - each mutation (behaviours of db82bdb) and the spec as written (V1):
-#     spin MUST find a violation;
+#   - the model of the code: no violation, search complete;
+#   - each mutation (behaviours of db82bdb and of 5225b73, before this
+#     model's fixes): spin MUST find a violation;
 #   - the witness: the bounds (lost request, lost reply, reordering, lease
 #     expiry) are reachable together in one run;
 #   - liveness: every goroutine finishes under weak fairness.
 # Exits non-zero on any failure. Prints each run's time and states.
-# Environment: MODEL_MEMLIM (MB per pan run, default 4096), MODEL_JOBS (2).
+# Environment: MODEL_MEMLIM (MB per pan run, default 4096), MODEL_JOBS (2),
+# MODEL_FULL=1 adds the long run (a reset and a delayed reply together).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command -v spin >/dev/null || { echo "check.sh: spin is not installed (apt-get install spin)"; exit 2; }
@@ -51,7 +52,7 @@ run() {
         echo "FAIL $summary: search truncated"; grep -E 'Search not|depth too small|MEMLIM' pan.out; exit 1
       fi
       # statements of the processes that model operations left unreached
-      awk '/unreached in proctype (G|Redis|Watchdog|Clock)/ {p=1; next} /unreached in/ {p=0}
+      awk '/unreached in proctype (G|Redis|Watchdog|Clock|Settler)/ {p=1; next} /unreached in/ {p=0}
            p && /rlock.pml:[0-9]+, state/ && !/"-end-"/ {sub(/^[ \t]+/, ""); sub(/, state [0-9]+,/, ":"); print}' pan.out | sort -u >unreached.txt
       echo "ok   $summary (complete; $(wc -l <unreached.txt) unreached statements in this configuration)"
       if [ "$name" != liveness ] && [ "$name" != live-notimer ]; then
@@ -72,21 +73,29 @@ run() {
 SAFE="-DSAFETY -DHC4"   # hash-compact state storage (see README)
 # name         expect to    spin flags                                       cc flags   pan flags
 specs=(
-  "main         pass 290 -DDRIFT=0~-DB_RST=0~-DB_LATE=0                   SAFE2 -m400000~-c1~-w27"
-  "drift-reset  pass 290 -DB_LREQ=0~-DB_LREP=0                            SAFE2 -m400000~-c1~-w27"
+  "main         pass 420 -DDRIFT=0~-DB_RST=0~-DB_LATE=0                   SAFE2 -m400000~-c1~-w27"
+  "drift-rst    pass 120 -DB_LREQ=0~-DB_LREP=0~-DB_LATE=0                 SAFE2 -m400000~-c1~-w25"
+  "drift-late   pass 120 -DB_LREQ=0~-DB_LREP=0~-DB_RST=0                  SAFE2 -m400000~-c1~-w25"
   "drift-lrep   pass 120 -DB_LREQ=0~-DB_RST=0~-DB_LATE=0                  SAFE2 -m400000~-c1~-w25"
   "drift-lreq   pass 120 -DB_LREP=0~-DB_RST=0~-DB_LATE=0                  SAFE2 -m400000~-c1~-w25"
+  "delay        pass 120 -DB_DREQ=1~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0 SAFE2 -m400000~-c1~-w25"
   "ri3          pass 120 -DRI=3~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0 SAFE2 -m400000~-c1~-w25"
   "M1           fail 120 -DM1~-DB_LREQ=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
   "M2           fail 120 -DM2~-DB_LREQ=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
   "M3           fail 120 -DM3~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0   SAFE0 -m400000~-c1~-w24"
   "M4           fail 120 -DM4~-DRI=3~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0 SAFE0 -m400000~-c1~-w24"
   "M5           fail 120 -DM5~-DB_LREP=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
-  "V1           fail 120 -DV1~-DB_LREQ=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
+  "M6           fail 120 -DM6~-DB_LREQ=0~-DB_RST=0~-DB_LATE=0              SAFE0 -m400000~-c1~-w24"
+  "M7           fail 120 -DM7~-DB_DREQ=1~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0 SAFE0 -m400000~-c1~-w24"
+  "M8           fail 120 -DM8~-DB_DREQ=1~-DB_LREQ=0~-DB_LREP=0~-DB_RST=0~-DB_LATE=0 SAFE0 -m400000~-c1~-w24"
   "witness      fail 120 -DWITNESS~-DDRIFT=0~-DB_RST=0~-DB_LATE=0          SAFE0 -m400000~-c1~-w24"
   "liveness     pass 120 -DLIVE                                            LIVE  -m400000~-a~-f~-w24"
   "live-notimer fail 120 -DLIVE~-DNOTIMER                                  LIVE  -m400000~-a~-f~-w24"
 )
+if [ "${MODEL_FULL:-0}" = 1 ]; then
+  # the long run: a reset and a delayed reply in one run, with drift (about 5 min alone)
+  specs=("drift-reset  pass 900 -DB_LREQ=0~-DB_LREP=0                            SAFE2 -m400000~-c1~-w27" "${specs[@]}")
+fi
 pids=()
 names=()
 out="$work/results"
@@ -112,7 +121,7 @@ for j in "${!pids[@]}"; do
   if ! wait "${pids[$j]}"; then status=1; fi
   cat "$out/${names[$j]}"
 done
-# Coverage: a source line of G, Redis, Watchdog or Clock counts as reached
+# Coverage: a source line of G, Settler, Redis, Watchdog or Clock counts as reached
 # when some safety run reached some statement compiled from it (inline
 # code is compiled once per call site; a call site may be unreachable by
 # construction, e.g. client B never re-enters, so never gets MISMATCH).
@@ -123,7 +132,7 @@ if ls "$work"/tables.* >/dev/null 2>&1; then
         FNR == 1 { f++ }
         f == 1 && /^proctype / { p = $2; next }
         f == 1 && /-\(tr/ && /rlock.pml:[0-9]+/ {
-          if (p !~ /^(G|Redis|Watchdog|Clock)$/) next
+          if (p !~ /^(G|Redis|Watchdog|Clock|Settler)$/) next
           match($0, /state +[0-9]+/); st = substr($0, RSTART, RLENGTH); sub(/state +/, "", st)
           match($0, /rlock.pml:[0-9]+/); ln = substr($0, RSTART + 10, RLENGTH - 10)
           print "ALL", p ":" ln
@@ -139,11 +148,11 @@ if ls "$work"/tables.* >/dev/null 2>&1; then
                      <(echo "$cover" | awk '$1 == "REACHED" {print $2}' | sort -u))
   total=$(echo "$cover" | awk '$1 == "ALL"' | wc -l)
   if [ -n "$missing" ]; then
-    echo "FAIL source lines of G, Redis, Watchdog, Clock reached by no safety run:"
+    echo "FAIL source lines of G, Settler, Redis, Watchdog, Clock reached by no safety run:"
     for m in $missing; do echo "  $m: $(sed -n "${m#*:}p" "$here/rlock.pml" | sed 's/^ *//')"; done
     status=1
   else
-    echo "ok   coverage: all $total source lines of G, Redis, Watchdog and Clock were reached by some safety run"
+    echo "ok   coverage: all $total source lines of G, Settler, Redis, Watchdog and Clock were reached by some safety run"
   fi
 fi
 echo "check.sh: $(( $(date +%s) - start ))s in all"

@@ -1,18 +1,15 @@
 /*
- * rlock: the lock protocol of the ledger redesign (notes/ledger-spec.md v1),
- * one lock name on one Redis master. Checked with spin; see README.md.
+ * rlock: the lock protocol as the code implements it (lock/ledger.go,
+ * lock/mutex.go, lock/held.go, reentrant/*.lua), one lock name on one
+ * Redis master. Checked with spin; see README.md.
  *
  *   clients: A (index 0, field 1) with goroutines G0 and G1 sharing one
- *            owner (one ledger); B (index 1, field 2) with goroutine G2.
+ *            owner (one ledger); B (index 1, field 2) with goroutine G2;
+ *            each client has a settler (settleLater) of its own.
  *   G0: Lock; Lock(Lease SLEASE) (re-entry); Unlock; Unlock
  *   G1: Lock; Unlock; Lock; Unlock          G2: Lock; Unlock; Lock; Unlock
  *
- * Switches (all off = the specification):
- *   V1    the spec (v1) literally: "already ran" inferred from c == n+1, a
- *         lost ledger restarts at count 0, the undo's give-up sets count := n,
- *         stray release keyed on the local count, release retries unbounded,
- *         late re-entries kept. Without V1 the model checks the spec with
- *         the amendments A1-A4 of README.md.
+ * Switches (all off = the code):
  *   EXCL_ONLY  only mutual exclusion and timely loss signals (for trails)
  *   PLAINT     the trail clock T is an ordinary variable (pan -DBFS)
  *   M1    undo not ordered after its acquire (sent on another connection
@@ -23,6 +20,12 @@
  *         no other local Held is registered (no in-flight check) [db82bdb]
  *   M4    a re-entry PEXPIREs its own lease instead of max(PTTL, lease)
  *   M5    an entry with a release in flight is neither renewed nor judged
+ *   M6    Unlock retries its release for as long as its Held lives, past
+ *         the life of the release's latch                    [5225b73]
+ *   M7    an acquire answered after it was sent again is not fenced: a
+ *         delayed copy may still run later                   [5225b73]
+ *   M8    the settlement only reads the count, without fencing the
+ *         request it settles
  *   LIVE  the liveness configuration (no time, only pub/sub faults)
  *   NOTIMER  (with LIVE) a waiter wakes on messages only: must fail
  *   WITNESS  asserts that a run with every fault kind is NOT possible, so
@@ -48,25 +51,23 @@
 #define CT      0       /* a request runs within CT ticks of its send, or never (CommandTimeout) */
 #endif
 #ifndef LTTL
-#define LTTL    8       /* unlock latch / tombstone TTL (ticks) */
+#define LTTL    8       /* record TTL: unlock latch and settlement fence (ticks) */
 #endif
 /* Time is relative: the clock never changes `now' (NOW0); a tick moves
    every stored time stamp one step into the past instead (saturating at 0,
    which NOW0 >= every look-back makes exact). States that differ only by
    a shift of time are then one state, and the search needs no horizon. */
 #define NOW0    LTTL
-#ifdef M1
-#define IDS     4       /* request ids per goroutine (the background undo names an old one) */
-#else
-#define IDS     2
-#endif
-#define NR      (3*IDS) /* latch keys: IDS per goroutine */
+/* request ids: IDS per goroutine and per settler (5 owners of ids) */
+#define IDS     3       /* the current one, and ones a delayed copy or an unsettled request still names */
+#define NR      (5*IDS)
 
 /* fault budgets (per run) */
 #ifdef LIVE
 #define B_LREQ 0
 #define B_LREP 0
 #define B_RST  0
+#define B_DREQ 0
 #else
 #ifndef B_LREQ
 #define B_LREQ 1
@@ -77,6 +78,13 @@
 #ifndef B_RST
 #define B_RST  1
 #endif
+#ifndef B_DREQ
+#define B_DREQ 0        /* a request delayed past its timeout (runs after the client gave up on it) */
+#endif
+#endif
+#if defined(M1) || defined(M3)
+#undef B_DREQ
+#define B_DREQ 0        /* conn 1 is theirs */
 #endif
 #ifndef B_LATE
 #ifdef LIVE
@@ -94,32 +102,33 @@
 #endif
 
 /* message types */
-mtype = { ACQUIRE, RELEASE, UNDO, RENEW, ACQUIRED, ALREADY_RAN, MISMATCH, BUSY, CANCELLED, STILL_HELD, RELEASED, NOT_HELD, UNDO_ANSWER, RENEWED, RENEW_0 };
+mtype = { ACQUIRE, RELEASE, UNDO, RENEW, SETTLE, ACQUIRED, ALREADY_RAN, FEWER, BUSY, CANCELLED, STILL_HELD, RELEASED, NOT_HELD, UNDO_ANSWER, RENEWED, RENEW_0, FENCED };
 #define T_ACQ    ACQUIRE
 #define T_REL    RELEASE
-#define T_UNDO   UNDO
+#define T_UNDO   UNDO       /* M1 only: db82bdb's compensation */
 #define T_REN    RENEW
+#define T_SET    SETTLE
 /* message states */
 #define S_NONE  0
 #define S_REQ   1
 #define S_REP   2
 /* replies */
 #define R_ACQ    ACQUIRED   /* acquired by this run */
-#define R_RAN    ALREADY_RAN   /* this request ran before (retry after a lost reply) */
-#define R_MIS    MISMATCH
+#define R_RAN    ALREADY_RAN   /* count == known+1: this request ran before (or a stray adopted) */
+#define R_MIS    FEWER      /* fewer holds than known */
 #define R_BUSY   BUSY
-#define R_CANC   CANCELLED
+#define R_CANC   CANCELLED  /* the request's record exists (fenced) */
 #define R_STILL  STILL_HELD
 #define R_REL    RELEASED
 #define R_NOTH   NOT_HELD
-#define R_UNDO   UNDO_ANSWER   /* undo answered (released or not) */
+#define R_UNDO   UNDO_ANSWER
 #define R_RENEW  RENEWED
 #define R_RENEW0 RENEW_0
-/* latch-key values (redisson_unlock_latch:{name}:<reqid>) */
+#define R_FENCED FENCED     /* settle: the request had not run as a release; it never will */
+/* record values (redisson_unlock_latch:{name}:<reqid>) */
 #define L_0     1    /* release latch "0" */
 #define L_1     2    /* release latch "1" */
-#define L_T     3    /* undo tombstone */
-#define L_A     4    /* acquire ran (amendment A1) */
+#define L_F     3    /* the settlement's fence "2" */
 
 /* ---------------- Redis ---------------- */
 byte now = NOW0;          /* server time (constant: see NOW0) */
@@ -128,30 +137,32 @@ byte T;                   /* (pan -DBFS refuses hidden variables) */
 #else
 hidden byte T;            /* absolute time, for the printed trail only (not in the state) */
 #endif
-byte gsent[3];            /* first send of the goroutine's current acquire */
+byte gsent[3];            /* first send of the goroutine's current request */
 byte gt0[3];              /* start of a back-off */
 byte rf;                  /* field holding the key: 0 none, c+1 */
 byte rc;                  /* its count */
 byte rexp;                /* absolute expiry */
-byte lv[NR];              /* latch keys (redisson_unlock_latch:{name}:<reqid>) */
+byte lv[NR];              /* records (redisson_unlock_latch:{name}:<reqid>) */
 byte lt[NR];              /* when set */
 bit  pub;                 /* an unlock message in flight to subscribers */
 
-/* ---------------- network: per client, slot 0 count ops, 1 background (M1), 2 renewals */
+/* ---------------- network: per client, slot 0 count ops, 1 a delayed copy (or M1's undo, M3's
+   releases), 2 renewals */
 byte mt[6], mr[6], mn[6], ml[6], ms[6], mst[6], mv[6], mc[6];
 byte mg[6];               /* renewal: the entry it was sent for (0: that entry is gone) */
 bit  mdel[6];             /* a reply delayed past ticks (fault) */
-byte lreq = B_LREQ, lrep = B_LREP, rst = B_RST, ploss = B_PLOSS, prst = B_PRST, dlate = B_LATE;
+byte lreq = B_LREQ, lrep = B_LREP, rst = B_RST, ploss = B_PLOSS, prst = B_PRST, dlate = B_LATE, dreq = B_DREQ;
 
 /* ---------------- clients ---------------- */
-byte turn[2];             /* 0 free, else g+1 */
+byte turn[2];             /* 0 free, else g+1 (settlers: 4, 5) */
 #ifdef M3
 byte rturn[2];
 #endif
 byte cnt[2];              /* the ledger's count */
 byte live[2];             /* live Helds */
-byte nls[2];              /* live Helds taken with Lease */
-bit  unk[2];              /* count unknown (after a loss / undo give-up) */
+byte nls[2];              /* live Helds not renewed (taken with Lease, or their release unconfirmed) */
+byte uns[2];              /* the unsettled request: its id + 1 (0: none) */
+byte ugh[2];              /* its Held: the goroutine + 1 of an unconfirmed release (0: none) */
 bit  went[2];             /* watchdog entry exists */
 byte wgen[2] = 1;         /* the entry's generation (1 or 2) */
 byte dl[2];               /* ledger deadline */
@@ -163,7 +174,7 @@ bit  wake[2];
 byte nwait[2];
 byte gh[3];               /* live Helds per goroutine */
 bit  gcs[3];              /* goroutine in its critical section */
-bit  glh[3];              /* goroutine holds a Lease Held */
+bit  glh[3];              /* goroutine holds a Held that is not renewed */
 byte fin;
 
 #ifdef WITNESS
@@ -174,8 +185,9 @@ bit reordered; bit expired;
 #define RC(c)      (rf == (c)+1 -> rc : 0)
 #define OTHERCS(c) ((c) == 0 -> gcs[2] : (gcs[0] || gcs[1]))
 #define SLOT(c,k)  ((c)*3+(k))
-#define LI(c,r)    (r)
 #define MAX(a,b)   ((a) > (b) -> (a) : (b))
+/* an id still named: by a delayed copy in flight, or by the unsettled request */
+#define NAMED(c,q) ((mst[SLOT(c,1)] == S_REQ && mr[SLOT(c,1)] == (q)) || uns[c] == (q)+1)
 
 #ifdef M5
 #define JUDGEABLE(c) (relfl[c] == 0)
@@ -185,9 +197,14 @@ bit reordered; bit expired;
 #define SUSPENDED(c) (relfl[c] > 0 && lastrel[c])
 #endif
 
-/* Redis's count of a field equals its live Helds when none of its
-   count-changing commands is in flight and its count is known */
-#define COUNT_OK(c) (turn[c] != 0 || relop[c] > 0 || busyop[c] > 0 || unk[c] || RC(c) == live[c])
+/* The count property. When no count-changing command of the field is in
+   flight and nothing is unsettled: Redis counts exactly the ledger's count,
+   which is at least the live Helds (the excess: strays the ledger knows of,
+   released when its last Held goes); with no live Held, Redis counts at
+   most the ledger's count (holds of a lost ledger, waiting to expire or to
+   be adopted). So Redis never counts a hold the client does not know of. */
+#define COUNT_OK(c) (turn[c] != 0 || relop[c] > 0 || busyop[c] > 0 || uns[c] != 0 || \
+                     (live[c] > 0 -> (RC(c) == cnt[c] && cnt[c] >= live[c]) : RC(c) <= cnt[c]))
 
 inline check_counts() {
   skip;
@@ -229,72 +246,73 @@ inline left_req(s) {
 }
 #endif
 
+#ifdef M3
+#define BGSLOT(s) 0
+#else
+#define BGSLOT(s) ((s) % 3 == 1)   /* nobody awaits: a delayed copy, or M1's undo */
+#endif
+
 /* the scripts, atomic on the server */
 inline exec(s) {
   c = s / 3;
   x = RC(c);
   r = mr[s];
   if
-  :: mt[s] == T_ACQ ->
+  :: mt[s] == T_ACQ ->      /* reentrant/acquire_counted.lua */
      if
-     :: lv[LI(c,r)] == L_T -> mv[s] = R_CANC
-#ifndef V1
-     :: lv[LI(c,r)] == L_A && x == mn[s] + 1 -> mv[s] = R_RAN; mc[s] = x
-     :: lv[LI(c,r)] == L_A && x != mn[s] + 1 -> mv[s] = R_MIS; mc[s] = x   /* it ran, and that hold is gone */
-#endif
+     :: lv[r] != 0 -> mv[s] = R_CANC
      :: else ->
         if
-#ifdef V1
-        :: x == mn[s] + 1 -> mv[s] = R_RAN; mc[s] = x
-#endif
+        :: x == mn[s] + 1 -> rexp = MAX(rexp, now + ml[s]); mv[s] = R_RAN; mc[s] = x
         :: x < mn[s] -> mv[s] = R_MIS; mc[s] = x
-        :: rf == 0 -> rf = c+1; rc = 1; rexp = now + ml[s];
-           mv[s] = R_ACQ; mc[s] = 1; lv[LI(c,r)] = L_A; lt[LI(c,r)] = now
-        :: rf == c+1 && x == mn[s] -> rc++;
+        :: x != mn[s] + 1 && x >= mn[s] && rf == 0 ->
+           rf = c+1; rc = 1; rexp = MAX(rexp, now + ml[s]); mv[s] = R_ACQ; mc[s] = 1
+        :: x != mn[s] + 1 && x >= mn[s] && rf == c+1 -> rc++;
 #ifdef M4
            rexp = now + ml[s];
 #else
            rexp = MAX(rexp, now + ml[s]);
 #endif
-           mv[s] = R_ACQ; mc[s] = rc; lv[LI(c,r)] = L_A; lt[LI(c,r)] = now
-#ifndef V1
-        :: rf == c+1 && x > mn[s] -> /* A1: our own stray counts: adopt */
-           rc = mn[s] + 1; rexp = MAX(rexp, now + ml[s]);
-           mv[s] = R_ACQ; mc[s] = rc; lv[LI(c,r)] = L_A; lt[LI(c,r)] = now
-#endif
-        :: else -> mv[s] = R_BUSY; mc[s] = 0
+           mv[s] = R_ACQ; mc[s] = rc
+        :: x >= mn[s] && rf != 0 && rf != c+1 -> mv[s] = R_BUSY; mc[s] = 0
         fi
      fi
-  :: mt[s] == T_REL ->
+  :: mt[s] == T_REL ->      /* reentrant/release.lua */
      if
-     :: lv[LI(c,r)] == L_0 -> mv[s] = R_STILL
-     :: lv[LI(c,r)] == L_1 -> mv[s] = R_REL
-     :: else ->
+     :: lv[r] == L_0 -> mv[s] = R_STILL
+     :: lv[r] == L_1 -> mv[s] = R_REL
+     :: lv[r] == L_F -> mv[s] = R_FENCED
+     :: lv[r] == 0 ->
         if
         :: rf != c+1 -> mv[s] = R_NOTH
         :: else ->
            release_one(c);
            if
-           :: rf == c+1 -> mv[s] = R_STILL; lv[LI(c,r)] = L_0
-           :: else -> mv[s] = R_REL; lv[LI(c,r)] = L_1
+           :: rf == c+1 -> mv[s] = R_STILL; lv[r] = L_0
+           :: else -> mv[s] = R_REL; lv[r] = L_1
            fi;
-           lt[LI(c,r)] = now
+           lt[r] = now
         fi
      fi
-  :: mt[s] == T_UNDO ->
-#ifdef V1
+  :: mt[s] == T_SET ->      /* reentrant/settle.lua: fence, then read */
      if
-     :: x == mn[s] + 1 -> release_one(c)
-     :: else -> skip
-     fi;
-#else
-     if
-     :: lv[LI(c,r)] == L_A && rf == c+1 -> release_one(c)
-     :: else -> skip
-     fi;
+     :: lv[r] == L_0 -> mv[s] = R_STILL
+     :: lv[r] == L_1 -> mv[s] = R_REL
+     :: lv[r] == L_F -> mv[s] = R_FENCED
+     :: lv[r] == 0 -> mv[s] = R_FENCED;
+#ifndef M8
+        lv[r] = L_F; lt[r] = now
 #endif
-     lv[LI(c,r)] = L_T; lt[LI(c,r)] = now;
+     fi;
+     mc[s] = x
+#ifdef M1
+  :: mt[s] == T_UNDO ->     /* db82bdb: a release of one hold, if the field holds */
+     if
+     :: rf == c+1 -> release_one(c)
+     :: else -> skip
+     fi;
      mv[s] = R_UNDO
+#endif
   :: mt[s] == T_REN ->
      if
      :: rf == c+1 ->
@@ -305,12 +323,10 @@ inline exec(s) {
      :: else -> mv[s] = R_RENEW0
      fi
   fi;
-#ifdef M1
   if
-  :: s % 3 == 1 -> busyop[c]--      /* nobody awaits M1's background undo */
+  :: BGSLOT(s) -> busyop[c]--     /* nobody awaits it */
   :: else -> skip
   fi;
-#endif
 #ifdef WITNESS
   /* a command runs before one sent earlier on another connection */
   if :: pb[s] != 0 -> reordered = 1 :: else -> skip fi;
@@ -318,14 +334,10 @@ inline exec(s) {
 #endif
   mst[s] = S_REP;
   printf("T=%d Redis runs %e of client %d (req=%d): reply %e count=%d; key field=%d count=%d expires=%d\n", T, mt[s], c, r, mv[s], mc[s], rf, rc, rexp);
-#ifdef M1
   if
-  :: s % 3 == 1 -> clear_slot(s)   /* M1's background undo: answer ignored */
+  :: BGSLOT(s) -> clear_slot(s)   /* its answer is not read */
   :: else -> skip
   fi
-#else
-  skip
-#endif
 }
 
 /* an empty slot keeps no stale fields (fewer distinct states) */
@@ -333,17 +345,25 @@ inline clear_slot(s) {
   mst[s] = S_NONE; mt[s] = 0; mr[s] = 0; mn[s] = 0; ml[s] = 0; ms[s] = 0; mv[s] = 0; mc[s] = 0; mg[s] = 0; mdel[s] = 0
 }
 
-
 inline lose_msg(s) {
 #ifdef WITNESS
   if :: mst[s] == S_REQ -> left_req(s) :: else -> skip fi;
 #endif
-#ifdef M1
   if
-  :: mst[s] == S_REQ && s % 3 == 1 -> busyop[s/3]--
+  :: mst[s] == S_REQ && BGSLOT(s) -> busyop[s/3]--
   :: else -> skip
   fi;
+  clear_slot(s)
+}
+
+/* a request delayed past its timeout: its sender sees no answer and goes
+   on, and the request runs later, after what the sender does next */
+inline delay_req(s) {
+  mt[s+1] = mt[s]; mr[s+1] = mr[s]; mn[s+1] = mn[s]; ml[s+1] = ml[s]; ms[s+1] = ms[s]; mst[s+1] = S_REQ;
+#ifdef WITNESS
+  pb[s+1] = pb[s]; pb[s] = 0;
 #endif
+  busyop[s/3]++;            /* the copy is a command of the field in flight */
   clear_slot(s)
 }
 
@@ -370,17 +390,23 @@ end:
 #endif
   :: atomic { lreq > 0 && mst[5] == S_REQ -> printf("T=%d FAULT request lost (conn 5)\n", T); lose_msg(5); lreq-- }
   :: atomic { lrep > 0 && mst[0] == S_REP -> printf("T=%d FAULT reply lost (conn 0)\n", T); clear_slot(0); lrep-- }
-#if defined(M1) || defined(M3)
+#ifdef M3
   :: atomic { lrep > 0 && mst[1] == S_REP -> printf("T=%d FAULT reply lost (conn 1)\n", T); clear_slot(1); lrep-- }
 #endif
   :: atomic { lrep > 0 && mst[2] == S_REP -> printf("T=%d FAULT reply lost (conn 2)\n", T); clear_slot(2); lrep-- }
   :: atomic { lrep > 0 && mst[3] == S_REP -> printf("T=%d FAULT reply lost (conn 3)\n", T); clear_slot(3); lrep-- }
-#if defined(M1) || defined(M3)
+#ifdef M3
   :: atomic { lrep > 0 && mst[4] == S_REP -> printf("T=%d FAULT reply lost (conn 4)\n", T); clear_slot(4); lrep-- }
 #endif
   :: atomic { lrep > 0 && mst[5] == S_REP -> printf("T=%d FAULT reply lost (conn 5)\n", T); clear_slot(5); lrep-- }
   :: atomic { dlate > 0 && mst[0] == S_REP && !mdel[0] -> printf("T=%d FAULT reply delayed (conn 0)\n", T); mdel[0] = 1; dlate-- }
   :: atomic { dlate > 0 && mst[3] == S_REP && !mdel[3] -> printf("T=%d FAULT reply delayed (conn 3)\n", T); mdel[3] = 1; dlate-- }
+#if !defined(M1) && !defined(M3)
+  :: atomic { dreq > 0 && mst[0] == S_REQ && mst[1] == S_NONE ->
+       printf("T=%d FAULT request delayed past its timeout (client 0)\n", T); delay_req(0); dreq-- }
+  :: atomic { dreq > 0 && mst[3] == S_REQ && mst[4] == S_NONE ->
+       printf("T=%d FAULT request delayed past its timeout (client 1)\n", T); delay_req(3); dreq-- }
+#endif
   :: atomic { rst > 0 && (mst[0] != S_NONE || mst[1] != S_NONE || mst[2] != S_NONE) ->
        printf("T=%d FAULT client 0's connections reset\n", T); lose_msg(0); lose_msg(1); lose_msg(2); rst-- }
   :: atomic { rst > 0 && (mst[3] != S_NONE || mst[4] != S_NONE || mst[5] != S_NONE) ->
@@ -451,10 +477,8 @@ end:
 /* ---------------- the watchdog (one entry per ledger) ---------------- */
 inline lose_all(c) {
   printf("T=%d client %d: every live Held ends (lost)\n", T, c);
-  if
-  :: c == 0 -> gh[0] = 0; gh[1] = 0; gcs[0] = 0; gcs[1] = 0; glh[0] = 0; glh[1] = 0
-  :: else   -> gh[2] = 0; gcs[2] = 0; glh[2] = 0
-  fi;
+  gh[2*c] = 0; gcs[2*c] = 0; glh[2*c] = 0;   /* G0 (client A), G2 (client B) */
+  if :: c == 0 -> gh[1] = 0; gcs[1] = 0; glh[1] = 0 :: else -> skip fi;
   live[c] = 0; nls[c] = 0; went[c] = 0; dl[c] = 0;
   mg[SLOT(c,2)] = 0         /* a renewal in flight no longer belongs to a live entry */
 }
@@ -475,7 +499,7 @@ end:
        :: went[c] && mg[s] == wgen[c] && mg[s] != 0 ->
           if
           :: mv[s] == R_RENEW -> dl[c] = MAX(dl[c], ms[s] + LEASE)
-          :: mv[s] == R_RENEW0 && !SUSPENDED(c) -> lose_all(c); unk[c] = 1   /* renewal answered 0 */
+          :: mv[s] == R_RENEW0 && !SUSPENDED(c) -> lose_all(c)   /* renewal answered 0 */
           :: else -> skip
           fi
        :: else -> skip
@@ -485,20 +509,17 @@ end:
      within DRIFT of server time, so it falls in [dl-M-D, dl-M+D] */
   :: atomic { went[c] && JUDGEABLE(c) && now + MARGIN + DRIFT >= dl[c] ->
        printf("T=%d watchdog %d judges the lease lost (deadline %d)\n", T, c, dl[c]);
-       lose_all(c); unk[c] = 1 }
+       lose_all(c) }
   od
 }
 
-/* ---------------- goroutines ---------------- */
+/* ---------------- clients: common parts ---------------- */
 #ifdef M3
 #define RS 1      /* releases on another connection, without the turn */
 #else
 #define RS 0
 #endif
 
-inline take_turn() {
-  atomic { turn[c] == 0 -> turn[c] = g+1 }
-}
 /* let the turn go (inside an atomic sequence) */
 inline let_turn() {
   turn[c] = 0; check_counts()
@@ -521,36 +542,116 @@ inline send(k, typ, req, nn, ls) {
   }
 }
 
-/* wait for the answer on slot k: x = reply (0: none, it was lost), y = count/expiry */
+/* wait for the answer on slot k: x = reply (0: none: the request or its
+   reply was lost, or the request is delayed past the timeout), y = count */
 inline await(k) {
   if
   :: mst[SLOT(c,k)] == S_REP -> x = mv[SLOT(c,k)]; y = mc[SLOT(c,k)]; clear_slot(SLOT(c,k));
-     printf("T=%d G%d gets %e\n", T, g, x)
+     printf("T=%d G%d gets %e (count %d)\n", T, g, x, y)
   :: mst[SLOT(c,k)] == S_NONE -> x = 0; y = 0;
-     printf("T=%d G%d: no answer (request or reply lost)\n", T, g)
+     printf("T=%d G%d: no answer\n", T, g)
   fi;
   busyop[c]--
 }
 
-/* a new request id. Once an operation's outcome is known no message
-   names its id again (a lost message is gone; a request runs within CT or
-   never), so its latch key is never read again and is forgotten here.
-   Under M1 the background undo names an older id: IDS ids per goroutine,
-   cycled. */
+/* a new request id. Once an operation's outcome is known and no message
+   names its id (no delayed copy in flight, not unsettled), its record is
+   never read again and is forgotten here (M1's background undo is a
+   copy in flight on conn 1, so it names its id too) */
 inline newreq() {
 #ifndef M1
-  lv[r] = 0; lt[r] = 0;   /* the previous operation is over: no message names it */
+  if :: !NAMED(c, r) -> lv[r] = 0; lt[r] = 0 :: else -> skip fi;
 #endif
-  r = (r + 1 == IDS*(g+1) -> IDS*g : r + 1); lv[r] = 0; lt[r] = 0
+  r = IDS*g;                /* the lowest id nothing names (fewer states than cycling) */
+  if :: NAMED(c, r) -> r++ :: else -> skip fi;
+  if :: NAMED(c, r) -> r++ :: else -> skip fi;
+  lv[r] = 0; lt[r] = 0
 }
 
+/* the request r of the turn holder may still run: record it for the
+   settler (ledger.unsettled); h: the goroutine + 1 whose Held it releases */
+inline unsettle(h) {
+  uns[c] = r + 1; ugh[c] = h;
+  printf("T=%d G%d leaves req=%d unsettled\n", T, g, r)
+}
+
+/* A release whose answer is lost is sent again only while a copy still
+   runs before the first copy's latch can expire (held.go: the retry's
+   horizon, first send + record TTL - 2 CommandTimeout) */
+#ifdef M6
+#define RETRY_OK 1
+#else
+#define RETRY_OK (now + CT + 1 <= SENTV + LTTL)
+#endif
+
+/* ---------------- the settler (ledger.go: settle, settleLater, releaseStrays) ---------------- */
+/* Settles the unsettled request holding the turn: fence it, read the
+   count, apply; then releases strays when no Held is live. Every taker of
+   the turn settles first in the code (attempt, unlock); here they wait for
+   the settler instead, which only lets other turn takers in between. */
+proctype Settler(byte c)
+{
+  byte g = 3 + c, r = IDS*(3 + c), x, y, sr, ph;
+end:
+  do
+  :: atomic { ph == 0 && turn[c] == 0 && uns[c] != 0 ->
+       turn[c] = g+1; sr = uns[c] - 1; send(0, T_SET, sr, 0, 0); ph = 1 }
+  :: atomic { ph == 0 && turn[c] == 0 && uns[c] == 0 && live[c] == 0 && cnt[c] > 1 ->
+       /* strays (more than one: one is adopted by the next acquire) */
+       turn[c] = g+1; newreq(); send(0, T_REL, r, 0, LEASE); ph = 2 }
+  :: atomic { ph == 1 && mst[SLOT(c,0)] != S_REQ ->
+       await(0);
+       if
+       :: x == 0 -> let_turn(); ph = 0; sr = 0      /* lost: settled later, or by the next operation */
+       :: x != 0 ->
+          uns[c] = 0;
+          if
+          :: ugh[c] != 0 && gh[ugh[c]-1] > 0 && (x == R_STILL || x == R_REL) ->
+             /* the unconfirmed release ran: its Held ends plainly */
+             gh[ugh[c]-1]--; live[c]--;
+             if :: glh[ugh[c]-1] -> glh[ugh[c]-1] = 0; nls[c]-- :: else -> skip fi;
+             /* "released" while other Helds are live would be a loss not
+                signalled before (the code ends them): never */
+             assert(live[c] == 0 || x == R_STILL);
+             if :: live[c] == 0 -> went[c] = 0; dl[c] = 0; mg[SLOT(c,2)] = 0
+                :: else -> skip
+             fi
+          :: ugh[c] != 0 && gh[ugh[c]-1] > 0 && x == R_FENCED ->
+             /* past the horizon: whether it ran cannot be told */
+             lose_all(c)
+          :: else -> skip
+          fi;
+          ugh[c] = 0;
+          /* its record is read by nobody now, unless a delayed copy is in flight */
+          if :: !NAMED(c, sr) -> lv[sr] = 0; lt[sr] = 0 :: else -> skip fi;
+          assert(y >= live[c]);                    /* reconcile: never fewer (as above) */
+          cnt[c] = y;
+          if
+          :: live[c] == 0 && cnt[c] > 0 -> newreq(); send(0, T_REL, r, 0, LEASE); ph = 2
+          :: else -> let_turn(); ph = 0
+          fi;
+          sr = 0
+       fi;
+       x = 0; y = 0 }
+  :: atomic { ph == 2 && mst[SLOT(c,0)] != S_REQ ->
+       await(0);
+       if
+       :: x == R_STILL -> cnt[c] = MAX(cnt[c] - 1, 1);
+          assert(live[c] == 0);   /* nobody acquires while the settler has the turn */
+          newreq(); send(0, T_REL, r, 0, LEASE)
+       :: x == R_REL || x == R_NOTH -> cnt[c] = 0; let_turn(); ph = 0
+       :: x == 0 -> unsettle(0); let_turn(); ph = 0
+       fi;
+       x = 0; y = 0 }
+  od
+}
+
+/* ---------------- goroutines ---------------- */
 /* goroutine phases */
 #define P_LOCK     1   /* waiting for the turn to send an acquire */
 #define P_ACQ      2   /* acquire in flight */
-#define P_UNDO     3   /* undo in flight */
-#define P_UNDOB    4   /* undo backing off before a retry */
-#define P_GIVE     5   /* give-back (release of a late fresh acquire) in flight */
-#define P_BUSYW    6   /* waiting for a wake-up (LIVE) */
+#define P_GIVE     5   /* give-back (release of an unusable grant) in flight */
+#define P_BUSYW    6   /* waiting for a wake-up */
 #define P_UNL      7   /* waiting for the turn to send a release */
 #define P_REL      8   /* release in flight */
 #define P_RELB     9   /* release backing off before a retry */
@@ -564,9 +665,9 @@ inline newreq() {
 /* the next operation of the goroutine: G0 Lock, Lock(Lease), Unlock, Unlock;
    G1 and G2 Lock, Unlock, Lock, Unlock. Locals are reset (fewer states). */
 inline next_op() {
-  x = 0; y = 0; n = 0; SENTV = 0; late = 0; stray = 0; T0V = 0;
+  x = 0; y = 0; n = 0; SENTV = 0; late = 0; stray = 0; T0V = 0; resent = 0;
 #ifndef M1
-  lv[r] = 0; lt[r] = 0;   /* the operation is over: its latch key is never read again */
+  if :: !NAMED(c, r) -> lv[r] = 0; lt[r] = 0 :: else -> skip fi;
 #endif
   do
   :: i == 4 -> ph = P_DONE; break
@@ -577,52 +678,16 @@ inline next_op() {
      ls = 0;
      if
      :: gh[g] == 0 -> gcs[g] = 0; i++   /* ended by a loss: Unlock returns the LostError */
-     :: else -> gcs[g] = (gh[g] > 1); ph = P_UNL; break
+     /* in its critical section still with another Held (one whose
+        release is unconfirmed does not count) */
+     :: else -> gcs[g] = (gh[g] > (ugh[c] == g+1 -> 2 : 1)); ph = P_UNL; break
      fi
   od
 }
 
-/* A1: an undo is sent only while it runs before the acquire's marker
-   (set at or after its first send) can expire */
-#ifdef V1
-#define UNDO_OK 1
-#else
-#define UNDO_OK (now + CT + 1 <= SENTV + LTTL)
-#endif
-
-/* the undo gives up: after sent + lease + CT the acquire, if it ran, has
-   expired (spec); A2: unless it was a re-entry, so the count is unknown */
-inline undo_giveup() {
-  printf("T=%d G%d gives the undo up\n", T, g);
-  cnt[c] = n;
-#ifndef V1
-  unk[c] = 1;
-#endif
-  let_turn(); newreq(); first = 1; ph = P_LOCK
-}
-
-/* A3: a release is retried only while a retry still runs before the
-   latch of its first attempt can expire (first send + LTTL) */
-#ifdef V1
-#define RETRY_OK 1
-#else
-#define RETRY_OK (now + CT + 1 <= SENTV + LTTL)
-#endif
-
-/* A3: the outcome stays unknown: Unlock fails, this Held ends, the count
-   is unknown (the next acquire adopts, the last release releases strays) */
-inline rel_giveup() {
-  printf("T=%d G%d gives the release up (outcome unknown)\n", T, g);
-  if :: cnt[c] > 0 -> cnt[c]-- :: else -> skip fi;
-  if :: gh[g] > 0 -> gh[g]--; live[c]--;
-        if :: glh[g] -> glh[g] = 0; nls[c]-- :: else -> skip fi
-     :: else -> skip fi;
-  unk[c] = 1;
-  if   /* no Held left: the entry goes (the strays expire unrenewed) */
-  :: live[c] == 0 -> went[c] = 0; dl[c] = 0; mg[SLOT(c,2)] = 0
-  :: else -> skip
-  fi;
-  end_release(); i++; next_op()
+/* the acquire attempt is over without a Held: try again with a new request */
+inline again() {
+  let_turn(); newreq(); first = 1; resent = 0; late = 0; x = 0; y = 0; SENTV = 0; ph = P_LOCK
 }
 
 inline end_release() {
@@ -630,66 +695,83 @@ inline end_release() {
   RTURN[c] = 0; check_counts()
 }
 
+/* the release's outcome is unknown and it will not be sent again: Unlock
+   fails (unconfirmed); the Held stays, not renewed, until the settler
+   learns what the release did */
+inline rel_unconfirmed() {
+  printf("T=%d G%d: unlock unconfirmed\n", T, g);
+  unsettle(g+1);
+  if :: !glh[g] -> glh[g] = 1; nls[c]++ :: else -> skip fi;
+  end_release(); gcs[g] = 0; i++; next_op()
+}
+
+/* a release of a Held that ended meanwhile got no answer: settled later */
+inline rel_orphan() {
+  unsettle(0); end_release(); i++; next_op()
+}
+
 proctype G(byte g; byte c; bit nested)
 {
   byte r = IDS*g, n, x, y, i, ph, ls;
-  bit late, first, stray;
+  bit late, first, stray, resent;
   atomic { next_op() }
 end:
   do
-  /* ---- Lock ---- */
-  :: atomic { ph == P_LOCK && turn[c] == 0 ->
+  /* ---- Lock (mutex.go: attempt, request, send) ---- */
+  :: atomic { ph == P_LOCK && turn[c] == 0 && uns[c] == 0 && !(live[c] == 0 && cnt[c] > 1) ->
        turn[c] = g+1;
-       if
-       :: unk[c] && live[c] == 0 ->
-#ifdef V1
-          unk[c] = 0;          /* the lost ledger was dropped: a new one counts 0 */
-#endif
-          cnt[c] = 0           /* A2: n = 0, the answer tells the count */
-       :: else -> skip
-       fi;
-       n = cnt[c];
+       /* known(): with no live Held, one stray is adopted (told as one less) */
+       n = (live[c] == 0 && cnt[c] == 1 -> 0 : cnt[c]);
        ACQ_SENT(); ph = P_ACQ }
   :: atomic { ph == P_ACQ && mst[SLOT(c,0)] != S_REQ ->
        await(0);
+#if !defined(M7) && !defined(M1)
+       /* answered after it was sent again: a copy may still be in flight,
+          so it is fenced (settled) before anything else of the field */
+       if :: x != 0 && resent -> unsettle(0); resent = 0 :: else -> skip fi;
+#endif
        if
-       :: x == 0 ->             /* no answer: retry the same request, or the ctx ends: undo */
+       :: x == 0 ->
           if
-          :: ACQ_SENT()
+          /* retryFor: the same request again, until sent + lease - margin by the client's clock */
+          :: now < SENTV + ls - MARGIN + DRIFT -> resent = 1; ACQ_SENT()
 #ifdef M1
           :: send(1, T_UNDO, r, n, 0);    /* in the background, not ordered: the turn goes */
-             cnt[c] = n; let_turn(); newreq(); first = 1; ph = P_LOCK
+             again()
 #else
-          :: UNDO_OK -> send(0, T_UNDO, r, n, 0); ph = P_UNDO   /* holding the turn */
-          :: !UNDO_OK -> undo_giveup()
+          :: unsettle(0); again()         /* given up (or ctx ended): recorded for the settler */
 #endif
           fi
-       :: x == R_MIS ->         /* earlier holds were lost: retried at once as fresh */
-          lose_all(c); cnt[c] = y; unk[c] = 0; n = 0; newreq(); first = 1; ACQ_SENT()
+       :: x == R_MIS ->         /* holds were lost: reconcile, then acquire afresh */
+          /* reconcile ends every live Held when Redis counts fewer than
+             them; that would be a loss not signalled before: never */
+          assert(y >= live[c]);
+          cnt[c] = y; again()
        :: x == R_BUSY ->
-          unk[c] = 0; cnt[c] = 0; let_turn();
+          let_turn(); resent = 0; x = 0; y = 0;
           first = 1; SENTV = 0;   /* the next attempt is a new command */
           nwait[c]++; ph = P_BUSYW
        :: x == R_ACQ || x == R_RAN ->
-          /* a reply after sent + lease - margin by the client's clock */
+          cnt[c] = y;
+          /* a reply after sent + lease - margin by the client's clock
+             (the liveness run has no time: no reply is late) */
+#ifdef LIVE
+          late = 0;
+#else
           if
           :: now + DRIFT < SENTV + ls - MARGIN -> late = 0
           :: now >= SENTV + ls - MARGIN + DRIFT -> late = 1
           :: else -> if :: late = 0 :: late = 1 fi
           fi;
-          if
-          :: late && (n == 0
-#ifndef V1
-             /* A4: a late re-entry is given back too unless the ledger's
-                own deadline still vouches for the key */
-             || !went[c] || now + MARGIN + DRIFT >= dl[c]
 #endif
-             ) ->               /* give it back; the attempt failed */
-             cnt[c] = y; newreq(); send(0, T_REL, r, 0, LEASE); SENTV = now; ph = P_GIVE
+          if
+          :: late ->                /* unusable: give it back; the attempt failed */
+             if
+             :: uns[c] != 0 -> again()     /* settled first: the settler releases it as a stray */
+             :: else -> newreq(); send(0, T_REL, r, 0, LEASE); SENTV = now; ph = P_GIVE
+             fi
           :: else ->
-             cnt[c] = y;
              gh[g]++; live[c]++; gcs[g] = 1;
-             unk[c] = (cnt[c] != live[c]);   /* strays of a ledger lost meanwhile */
              if :: ls < LEASE -> nls[c]++; glh[g] = 1 :: else -> skip fi;
              if :: !went[c] -> went[c] = 1; wgen[c] = 3 - wgen[c]; dl[c] = SENTV + ls
                 :: else -> dl[c] = MAX(dl[c], SENTV + ls) fi;
@@ -699,64 +781,46 @@ end:
              let_turn();
              i++; next_op()
           fi
-       :: x == R_CANC -> assert(false)
+       :: x == R_CANC -> assert(false)   /* a new request is never fenced */
        fi }
-  :: atomic { ph == P_UNDO && mst[SLOT(c,0)] != S_REQ ->
-       await(0);
-       if
-       :: x != 0 -> cnt[c] = n; let_turn(); newreq(); first = 1; ph = P_LOCK
-       :: x == 0 && UNDO_OK -> send(0, T_UNDO, r, n, 0)
-       :: x == 0 && UNDO_OK -> T0V = now; ph = P_UNDOB
-       :: x == 0 && (now >= SENTV + ls + CT || !UNDO_OK) -> undo_giveup()
-       fi }
-  :: atomic { ph == P_UNDOB && now > T0V && UNDO_OK -> T0V = 0; send(0, T_UNDO, r, n, 0); ph = P_UNDO }
-  :: atomic { ph == P_UNDOB && (now >= SENTV + ls + CT || !UNDO_OK) -> undo_giveup() }
   :: atomic { ph == P_GIVE && mst[SLOT(c,0)] != S_REQ ->
+       /* giveBack: one command's time; a lost answer is left to the settler */
        await(0);
        if
-       :: x == R_REL || x == R_NOTH -> cnt[c] = 0; unk[c] = 0; let_turn(); newreq(); first = 1; ph = P_LOCK
-       /* n > 0: the re-entry's count given back; n == 0: strays remain
-          (possible under V1 only: A1 acquires set the count to n+1) */
-       :: x == R_STILL -> cnt[c] = n; unk[c] = (n == 0 -> 1 : unk[c]); let_turn(); newreq(); first = 1; ph = P_LOCK
-       :: x == 0 && RETRY_OK -> send(0, T_REL, r, 0, LEASE)
-#ifndef V1
-       :: x == 0 && !RETRY_OK ->   /* A3: the outcome stays unknown */
-          unk[c] = 1; let_turn(); newreq(); first = 1; ph = P_LOCK
-#endif
+       :: x == R_REL || x == R_NOTH -> cnt[c] = 0; again()
+       :: x == R_STILL -> cnt[c] = MAX(cnt[c] - 1, 1); again()
+       :: x == 0 -> unsettle(0); again()
        fi }
 #ifdef LIVE
   /* a message, a re-subscription, or the holder's TTL (the key is gone) */
 #ifdef NOTIMER  /* teeth for the liveness check: no TTL timer, messages only */
-  :: atomic { ph == P_BUSYW && wake[c] -> wake[c] = 0; nwait[c]--; ph = P_LOCK }
+  :: atomic { ph == P_BUSYW && wake[c] -> wake[c] = 0; nwait[c]--; newreq(); ph = P_LOCK }
 #else
-  :: atomic { ph == P_BUSYW && (wake[c] || rf != 2-c) -> wake[c] = 0; nwait[c]--; ph = P_LOCK }
+  :: atomic { ph == P_BUSYW && (wake[c] || rf != 2-c) -> wake[c] = 0; nwait[c]--; newreq(); ph = P_LOCK }
 #endif
 #else
   /* safety runs: the waiter re-attempts once the other client's hold is
      gone (whatever woke it: a message, a re-subscription, its TTL timer).
      An attempt while the other client holds answers BUSY and changes
      nothing, so leaving those out loses no behaviour that matters. */
-  :: atomic { ph == P_BUSYW && rf != 2-c -> nwait[c]--; ph = P_LOCK }
+  :: atomic { ph == P_BUSYW && rf != 2-c -> nwait[c]--; newreq(); ph = P_LOCK }
 #endif
-  /* ---- Unlock ---- */
-  :: atomic { ph == P_UNL && RTURN[c] == 0 ->
+  /* ---- Unlock (held.go: unlock; ledger.go: sendRelease, releaseStrays) ---- */
+  :: atomic { ph == P_UNL && RTURN[c] == 0 && uns[c] == 0 ->
        if
        :: gh[g] == 0 -> gcs[g] = 0; i++; next_op()     /* lost while waiting for the turn */
        :: else ->
           RTURN[c] = g+1;
-          relfl[c]++; relop[c]++; lastrel[c] = (cnt[c] == 1); newreq(); stray = 0;
+          relfl[c]++; relop[c]++; lastrel[c] = (cnt[c] <= 1); newreq(); stray = 0;
           send(RS, T_REL, r, 0, LEASE); SENTV = now; ph = P_REL
        fi }
   :: atomic { ph == P_REL && mst[SLOT(c,RS)] != S_REQ ->
        await(RS);
        if
-       :: x == 0 && !went[c] ->   /* the entry is gone (the ledger was lost): give up */
-          end_release(); i++; next_op()
-#ifndef V1
-       :: x == 0 && went[c] && !RETRY_OK ->
-          rel_giveup()
-#endif
-       :: x == 0 && went[c] && RETRY_OK ->
+       :: x == 0 && stray -> rel_orphan()            /* a stray release: settled later */
+       :: x == 0 && !stray && gh[g] == 0 -> rel_orphan()   /* the Held ended meanwhile (h.ctx done) */
+       :: x == 0 && !stray && gh[g] > 0 && !RETRY_OK -> rel_unconfirmed()
+       :: x == 0 && !stray && gh[g] > 0 && RETRY_OK ->
 #ifdef M2
           RTURN[c] = 0; check_counts(); ph = P_RETAKE
 #else
@@ -765,39 +829,43 @@ end:
           :: T0V = now; ph = P_RELB
           fi
 #endif
+       :: x == R_FENCED -> assert(false)             /* a release is never fenced while its sender waits */
        :: x == R_STILL ->
-          if
-          :: cnt[c] > 0 -> cnt[c]--
-          :: else -> skip
-          fi;
+          cnt[c] = MAX(cnt[c] - 1, 1);               /* a hold remains in Redis, known or not */
           if
           :: !stray && gh[g] > 0 ->
              gh[g]--; live[c]--;
-             if :: glh[g] -> glh[g] = 0; nls[c]-- :: else -> skip fi
+             if :: glh[g] -> glh[g] = 0; nls[c]-- :: else -> skip fi;
+             if :: live[c] == 0 -> went[c] = 0; dl[c] = 0; mg[SLOT(c,2)] = 0 :: else -> skip fi
           :: else -> skip
           fi;
-          /* stray counts: no live Held remains but Redis still counts */
+          /* strays: no live Held remains but Redis still counts (releaseStrays) */
           if
-#if defined(V1) && !defined(M3)
-          :: cnt[c] > 0 && live[c] == 0 ->
+#ifdef M3
+          :: live[c] == 0 ->        /* db82bdb's releaseExtra: no in-flight check */
 #else
-          /* A2 (and db82bdb's releaseExtra under M3): keyed on Redis's answer */
-          :: live[c] == 0 ->
+          :: live[c] == 0 && cnt[c] > 0 ->
 #endif
              stray = 1; newreq(); send(RS, T_REL, r, 0, LEASE); SENTV = now
           :: else -> end_release(); i++; next_op()
           fi
        :: x == R_REL || x == R_NOTH ->
-          /* released: this Held ends plainly, any other with a LostError;
-             not held: all end with a LostError */
-          cnt[c] = 0; unk[c] = 0; lose_all(c);
+          /* released: this Held ends plainly. The code ends any other live
+             Held with a LostError, and all of them on "not held"; that
+             would be a loss not signalled before: never */
+          assert(live[c] <= (x == R_REL && !stray && gh[g] > 0 -> 1 : 0));
+          cnt[c] = 0;
+          if
+          :: live[c] > 0 -> gh[g]--; live[c]--;
+             if :: glh[g] -> glh[g] = 0; nls[c]-- :: else -> skip fi
+          :: else -> skip
+          fi;
+          went[c] = 0; dl[c] = 0; mg[SLOT(c,2)] = 0;
           end_release(); i++; next_op()
        fi }
-  :: atomic { ph == P_RELB && now > T0V && RETRY_OK -> T0V = 0; send(RS, T_REL, r, 0, LEASE); ph = P_REL }
-#ifndef V1
-  :: atomic { ph == P_RELB && !RETRY_OK -> rel_giveup() }
-#endif
-  :: atomic { ph == P_RELB && !went[c] -> end_release(); i++; next_op() }
+  :: atomic { ph == P_RELB && now > T0V && RETRY_OK && gh[g] > 0 -> T0V = 0; send(RS, T_REL, r, 0, LEASE); ph = P_REL }
+  :: atomic { ph == P_RELB && !RETRY_OK && gh[g] > 0 -> T0V = 0; rel_unconfirmed() }
+  :: atomic { ph == P_RELB && gh[g] == 0 -> T0V = 0; rel_orphan() }
 #ifdef M2
   :: atomic { ph == P_RETAKE && RTURN[c] == 0 -> RTURN[c] = g+1; send(RS, T_REL, r, 0, LEASE); ph = P_REL }
 #endif
@@ -808,6 +876,9 @@ end:
 init {
   atomic {
     run Watchdog(0); run Watchdog(1);
+#ifndef LIVE
+    run Settler(0); run Settler(1);
+#endif
     run G(0, 0, 1); run G(1, 0, 0); run G(2, 1, 0)
   }
 }
