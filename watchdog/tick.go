@@ -155,21 +155,7 @@ func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBa
 		}
 	}
 	waits := r.waits(pending, syncs)
-	if len(waits) > 0 {
-		// The WAIT ends before the earliest judgement among these
-		// entries (less one round trip for its answer), not after its
-		// own timeout: a last renewal must be answered, or judged
-		// lost, within one round trip of its judgement, before the
-		// key can have run out anywhere (a replica promoted meanwhile
-		// included). Unacknowledged in time, it does not count.
-		wait := max(min(waits[0].s.Timeout, time.Until(until)-r.cfg.RoundTrip), time.Millisecond)
-		timeout = max(timeout, wait+r.cfg.RoundTrip)
-		for _, ms := range waits {
-			// Built anew each round trip, routed to the master of its
-			// renewals and sent after them on the same connection.
-			cmds = append(cmds, r.c.B().Wait().Numreplicas(int64(ms.s.Replicas)).Timeout(min(ms.s.Timeout, wait).Milliseconds()).Build().SetSlot(ms.name))
-		}
-	}
+	cmds, timeout = r.appendWaits(cmds, waits, until, timeout)
 	sent := time.Now()
 	results := r.send(ctx, cmds, timeout)
 	tk.RoundTrips++
@@ -208,6 +194,26 @@ func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBa
 		}
 	}
 	return again, noscript
+}
+
+// appendWaits appends each master's WAIT to a round trip's cmds and
+// returns them with the round trip's timeout. The WAIT ends before the
+// earliest judgement among the round trip's entries (until, less one
+// round trip for its answer), not after its own timeout: a last renewal
+// must be answered, or judged lost, within one round trip of its
+// judgement, before the key can have run out anywhere (a replica promoted
+// meanwhile included). Unacknowledged in time, it does not count.
+func (r *Registry) appendWaits(cmds []rueidis.Completed, waits []*masterSync, until time.Time, timeout time.Duration) ([]rueidis.Completed, time.Duration) {
+	if len(waits) == 0 {
+		return cmds, timeout
+	}
+	wait := max(min(waits[0].s.Timeout, time.Until(until)-r.cfg.RoundTrip), time.Millisecond)
+	for _, ms := range waits {
+		// Built anew each round trip, routed to the master of its
+		// renewals and sent after them on the same connection.
+		cmds = append(cmds, r.c.B().Wait().Numreplicas(int64(ms.s.Replicas)).Timeout(min(ms.s.Timeout, wait).Milliseconds()).Build().SetSlot(ms.name))
+	}
+	return cmds, max(timeout, wait+r.cfg.RoundTrip)
 }
 
 // errNoAnswer is a renewal round trip's error when no answer came by its
