@@ -128,6 +128,26 @@ func closeClient(c *lock.Client) {
 	_ = c.Close(ctx)
 }
 
+// lockOnMaster makes a holder Client with cfg, learns the master, and
+// takes the lock: the master is known before Lock, so that nothing comes
+// between the grant and a fault on it. The Client is returned (to close)
+// whenever it was made.
+func lockOnMaster(ctx context.Context, g *integration.SentinelGroup, cfg lock.Config, name string) (*lock.Client, *integration.Server, *lock.Held, error) {
+	holder, err := lock.New(ctx, cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := g.Master(ctx)
+	if err != nil {
+		return holder, nil, nil, err
+	}
+	h, err := holder.Mutex(name).Lock(ctx)
+	if err != nil {
+		return holder, nil, nil, fmt.Errorf("holder: %w", err)
+	}
+	return holder, m, h, nil
+}
+
 // unlock releases h with a bounded context, whatever became of it.
 func unlock(ctx context.Context, h *lock.Held) {
 	if h == nil {
@@ -141,20 +161,12 @@ func unlock(ctx context.Context, h *lock.Held) {
 // crashRound kills (kill) or pauses the master the moment Lock returns,
 // and judges another client's attempt on the promoted replica.
 func crashRound(ctx context.Context, t *testing.T, g *integration.SentinelGroup, kill, sync bool, name string, r int, tally *failoverTally) error {
-	holder, err := lock.New(ctx, sentinelConfig(g, sync, sentinelLease))
+	holder, m, h, err := lockOnMaster(ctx, g, sentinelConfig(g, sync, sentinelLease), name)
+	if holder != nil {
+		defer closeClient(holder)
+	}
 	if err != nil {
 		return err
-	}
-	defer closeClient(holder)
-	// Learnt before Lock, so that nothing comes between the grant and the
-	// fault.
-	m, err := g.Master(ctx)
-	if err != nil {
-		return err
-	}
-	h, err := holder.Mutex(name).Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("holder: %w", err)
 	}
 	if kill {
 		err = m.Kill(ctx)
@@ -264,18 +276,12 @@ func holdRound(ctx context.Context, t *testing.T, g *integration.SentinelGroup, 
 	var loss lossClock
 	cfg := sentinelConfig(g, sync, holdLease)
 	cfg.Observer = loss.observer()
-	holder, err := lock.New(ctx, cfg)
+	holder, m, h, err := lockOnMaster(ctx, g, cfg, name)
+	if holder != nil {
+		defer closeClient(holder)
+	}
 	if err != nil {
 		return err
-	}
-	defer closeClient(holder)
-	m, err := g.Master(ctx)
-	if err != nil {
-		return err
-	}
-	h, err := holder.Mutex(name).Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("holder: %w", err)
 	}
 	defer unlock(ctx, h)
 	if old, err := g.PartitionMaster(ctx); err != nil || old != m {
