@@ -28,9 +28,10 @@ type Config struct {
 	// the lock name before it counts (replica sync): master names the
 	// master the name lives on, s the WAIT to send after its renewals.
 	// A renewal no replica acknowledged did not extend the lease: what a
-	// failover would keep is the lease the replicas last saw. ctx ends
-	// one round trip before the earliest judgement of the tick's entries:
-	// Sync must answer by then (from what it knows).
+	// failover would keep is the lease the replicas last saw. Sync is
+	// called before each tick's round trip and must answer from what it
+	// knows, without waiting on the network: a tick late by a question
+	// would judge a last renewal late.
 	Sync func(ctx context.Context, name string) (master string, s reentrant.Sync)
 	// Acked, when set, is told each WAIT's answer (-1: none known).
 	Acked func(name string, s reentrant.Sync, acked int)

@@ -32,7 +32,7 @@ func (r *Registry) Tick(ctx context.Context) Tick {
 
 	rb, byKey := r.build(batch)
 	tk.Commands = len(rb.Cmds)
-	syncs := r.syncs(ctx, rb, byKey, tk.Start)
+	syncs := r.syncs(ctx, rb)
 
 	// Send every command; then send again, in one round trip each time,
 	// the ones the server did not answer (NOSCRIPT, a broken connection)
@@ -105,18 +105,10 @@ type masterSync struct {
 
 // syncs returns, for each renew command of rb, the replica sync its
 // master asks for (nil when no command needs one), by Config.Sync.
-func (r *Registry) syncs(ctx context.Context, rb reentrant.RenewBatch, byKey map[reentrant.Hold]*Entry, start time.Time) []*masterSync {
+func (r *Registry) syncs(ctx context.Context, rb reentrant.RenewBatch) []*masterSync {
 	if r.cfg.Sync == nil {
 		return nil
 	}
-	// Finding the replicas out (a question to the master) must not hold
-	// the renewals back past the earliest judgement among them.
-	all := make([]int, len(rb.Cmds))
-	for i := range all {
-		all[i] = i
-	}
-	ctx, cancel := context.WithDeadline(ctx, r.earliestJudge(rb, all, byKey, start.Add(r.cfg.Interval)).Add(-r.cfg.RoundTrip))
-	defer cancel()
 	out := make([]*masterSync, len(rb.Cmds))
 	byMaster := map[string]*masterSync{}
 	any := false
@@ -316,11 +308,31 @@ func (r *Registry) apply(tk *Tick, rb reentrant.RenewBatch, i int, res rueidis.R
 	}
 	_, serverErr := rueidis.IsRedisErr(err)
 	retryable := err == nil || !serverErr // a server's refusal is not sent again
+	failed := r.applyHolds(tk, rb.Holds[i], byKey, renewed, err, unsynced, sent)
+	return failed && retryable
+}
+
+// unanswered records the failure of the pending commands' renewals, whose
+// round trip got no answer by its deadline: entries whose judgement time
+// has come are lost.
+func (r *Registry) unanswered(tk *Tick, rb reentrant.RenewBatch, pending []int, byKey map[reentrant.Hold]*Entry) {
+	if tk.Err == nil {
+		tk.Err = errNoAnswer
+	}
+	for _, i := range pending {
+		r.applyHolds(tk, rb.Holds[i], byKey, nil, errNoAnswer, nil, time.Time{})
+	}
+}
+
+// applyHolds applies one renew command's outcome to the entries of its
+// holds: renewed (by hold) when err is nil, else the failure err. It
+// reports whether some entry failed and may still hold.
+func (r *Registry) applyHolds(tk *Tick, holds []reentrant.Hold, byKey map[reentrant.Hold]*Entry, renewed []bool, err, unsynced error, sent time.Time) (failed bool) {
 	var losses []*Entry
 	var why []*LossError
 	now := time.Now()
 	r.mu.Lock()
-	for j, h := range rb.Holds[i] {
+	for j, h := range holds {
 		e := byKey[h]
 		if e.gone || e.busy > 0 {
 			continue // released meanwhile: its answer says nothing
@@ -348,42 +360,12 @@ func (r *Registry) apply(tk *Tick, rb reentrant.RenewBatch, i int, res rueidis.R
 			continue
 		}
 		tk.Failed++
-		again = again || retryable
+		failed = true
 	}
 	r.mu.Unlock()
 	tk.Lost += len(losses)
 	tellLost(losses, why)
-	return again
-}
-
-// unanswered records the failure of the pending commands' renewals, whose
-// round trip got no answer by its deadline: entries whose judgement time
-// has come are lost.
-func (r *Registry) unanswered(tk *Tick, rb reentrant.RenewBatch, pending []int, byKey map[reentrant.Hold]*Entry) {
-	if tk.Err == nil {
-		tk.Err = errNoAnswer
-	}
-	var losses []*Entry
-	var why []*LossError
-	now := time.Now()
-	r.mu.Lock()
-	for _, i := range pending {
-		for _, h := range rb.Holds[i] {
-			e := byKey[h]
-			if e.gone || e.busy > 0 {
-				continue
-			}
-			if le := r.failedLocked(e, errNoAnswer, now); le != nil {
-				losses = append(losses, e)
-				why = append(why, le)
-				continue
-			}
-			tk.Failed++
-		}
-	}
-	r.mu.Unlock()
-	tk.Lost += len(losses)
-	tellLost(losses, why)
+	return failed
 }
 
 // tellLost calls each lost entry's onLost with why it was lost.
