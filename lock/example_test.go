@@ -220,10 +220,10 @@ func ExampleFenced() {
 func ExampleConfig_sentinel() {
 	ctx := context.Background()
 	c, err := lock.New(ctx, lock.Config{
-		MasterSet:        "mymaster",                                                     // masterName
-		Addrs:            []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"}, // sentinelAddresses
-		Password:         os.Getenv("REDIS_PASSWORD"),                                    // password: the master's
-		SentinelPassword: os.Getenv("REDIS_SENTINEL_PASSWORD"),                           // sentinelPassword, if any
+		MasterSet:        "mymaster",                                                           // masterName
+		Addrs:            []string{"sentinel-1:26379", "sentinel-2:26379", "sentinel-3:26379"}, // sentinelAddresses
+		Password:         os.Getenv("REDIS_PASSWORD"),                                          // password: the master's
+		SentinelPassword: os.Getenv("REDIS_SENTINEL_PASSWORD"),                                 // sentinelPassword, if any
 	})
 	if err != nil { // ErrInvalid: a master set they do not monitor; ErrUnavailable: no sentinel answers
 		fmt.Println(err)

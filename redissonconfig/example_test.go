@@ -64,8 +64,8 @@ func ExampleWithNameMapper() {
 sentinelServersConfig:
   masterName: "orders"
   sentinelAddresses:
-  - "redis://10.0.0.1:26379"
-  - "redis://10.0.0.2:26379"
+  - "redis://sentinel-1:26379"
+  - "redis://sentinel-2:26379"
 nameMapper: !<com.example.TenantNameMapper> {tenant: "acme"}
 `
 	// Without it, Java and Go would lock different keys.
@@ -82,7 +82,7 @@ nameMapper: !<com.example.TenantNameMapper> {tenant: "acme"}
 	fmt.Println(cfg.MasterSet, cfg.Addrs, cfg.NameMapper("orders:42"))
 	// Output:
 	// true
-	// orders [10.0.0.1:26379 10.0.0.2:26379] acme:orders:42
+	// orders [sentinel-1:26379 sentinel-2:26379] acme:orders:42
 }
 
 // Settings rlock judges unsafe are refused with the line and the reason.

@@ -114,8 +114,8 @@ func TestLoadCredentials(t *testing.T) {
 func TestLoadSentinel(t *testing.T) {
 	cfg, ws := load(t, `sentinelServersConfig:
   sentinelAddresses:
-  - "redis://:sentinel-pw@10.0.0.1:26379"
-  - "redis://:sentinel-pw@10.0.0.2:26379"
+  - "redis://:sentinel-pw@127.0.0.1:26379"
+  - "redis://:sentinel-pw@127.0.0.2:26379"
   masterName: "mymaster"
   sentinelUsername: "watcher"
   database: 2
@@ -123,7 +123,7 @@ func TestLoadSentinel(t *testing.T) {
   subscriptionMode: "SLAVE"
 password: master-pw
 `)
-	if cfg.MasterSet != "mymaster" || strings.Join(cfg.Addrs, ",") != "10.0.0.1:26379,10.0.0.2:26379" || cfg.Cluster {
+	if cfg.MasterSet != "mymaster" || strings.Join(cfg.Addrs, ",") != "127.0.0.1:26379,127.0.0.2:26379" || cfg.Cluster {
 		t.Fatalf("MasterSet %q Addrs %v Cluster %v", cfg.MasterSet, cfg.Addrs, cfg.Cluster)
 	}
 	if cfg.Password != "master-pw" || cfg.SentinelUsername != "watcher" || cfg.SentinelPassword != "sentinel-pw" || cfg.DB != 2 {

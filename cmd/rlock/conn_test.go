@@ -47,7 +47,7 @@ func TestSentinelFlags(t *testing.T) {
 	clearEnv(t)
 	t.Setenv(envSentinelPassword, "sentinel-env")
 	t.Setenv(envPassword, "master-env")
-	conn, err := resolveArgs(t, "--sentinel-master", "orders", "--sentinel", "10.0.0.1:26379, 10.0.0.2:26379",
+	conn, err := resolveArgs(t, "--sentinel-master", "orders", "--sentinel", "127.0.0.1:26379, 127.0.0.2:26379",
 		"--sentinel-username", "watcher", "--db", "2", "--username", "app")
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestSentinelFlags(t *testing.T) {
 		t.Fatalf("%d Configs, want one Client for the sentinel set", len(conn.masters))
 	}
 	c := conn.masters[0]
-	if c.MasterSet != "orders" || !slices.Equal(c.Addrs, []string{"10.0.0.1:26379", "10.0.0.2:26379"}) || c.Cluster || c.DB != 2 {
+	if c.MasterSet != "orders" || !slices.Equal(c.Addrs, []string{"127.0.0.1:26379", "127.0.0.2:26379"}) || c.Cluster || c.DB != 2 {
 		t.Fatalf("MasterSet %q Addrs %v Cluster %v DB %d", c.MasterSet, c.Addrs, c.Cluster, c.DB)
 	}
 	if c.SentinelUsername != "watcher" || c.SentinelPassword != "sentinel-env" || c.Username != "app" || c.Password != "master-env" {
@@ -65,12 +65,12 @@ func TestSentinelFlags(t *testing.T) {
 
 	// The flag wins over the environment, a URL's credentials over both;
 	// rediss:// sentinels mean TLS.
-	conn, err = resolveArgs(t, "--sentinel-master", "orders", "--sentinel-password", "sentinel-flag", "--sentinel", "10.0.0.1:26379")
+	conn, err = resolveArgs(t, "--sentinel-master", "orders", "--sentinel-password", "sentinel-flag", "--sentinel", "127.0.0.1:26379")
 	if err != nil || conn.masters[0].SentinelPassword != "sentinel-flag" {
 		t.Fatalf("--sentinel-password: %v, %+v", err, conn)
 	}
 	conn, err = resolveArgs(t, "--sentinel-master", "orders", "--sentinel-password", "sentinel-flag",
-		"--sentinel", "rediss://w2:sentinel-url@10.0.0.1:26379,rediss://w2:sentinel-url@10.0.0.2:26379")
+		"--sentinel", "rediss://w2:sentinel-url@127.0.0.1:26379,rediss://w2:sentinel-url@127.0.0.2:26379")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,14 +83,14 @@ func TestSentinelFlags(t *testing.T) {
 // the combinations refused as bad usage.
 func TestConnectionFlags(t *testing.T) {
 	clearEnv(t)
-	conn, err := resolveArgs(t, "--cluster", "--addr", "10.0.0.1:7000,redis://10.0.0.2:7001")
+	conn, err := resolveArgs(t, "--cluster", "--addr", "127.0.0.1:7000,redis://127.0.0.2:7001")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := conn.masters; len(c) != 1 || !c[0].Cluster || !slices.Equal(c[0].Addrs, []string{"10.0.0.1:7000", "10.0.0.2:7001"}) {
+	if c := conn.masters; len(c) != 1 || !c[0].Cluster || !slices.Equal(c[0].Addrs, []string{"127.0.0.1:7000", "127.0.0.2:7001"}) {
 		t.Fatalf("--cluster: %+v", c)
 	}
-	conn, err = resolveArgs(t, "--addr", "redis://u:p@10.0.0.1:6379/4,10.0.0.2:6379")
+	conn, err = resolveArgs(t, "--addr", "redis://u:p@127.0.0.1:6379/4,127.0.0.2:6379")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestRedissonConfigFlags(t *testing.T) {
 	t.Setenv(envAddr, "10.9.9.9:6379")
 	sentinel := writeFile(t, "sentinel.yaml", `sentinelServersConfig:
   masterName: orders
-  sentinelAddresses: ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"]
+  sentinelAddresses: ["redis://127.0.0.1:26379", "redis://127.0.0.2:26379"]
   sentinelPassword: sentinel-file
   database: 5
   timeout: 2000
@@ -168,33 +168,33 @@ checkLockSyncedSlaves: false
 	if c := conn.masters[0]; err != nil || c.Password != "flag" || c.DB != 1 || c.MasterSet != "orders" {
 		t.Fatalf("flags over the file: %v %+v", err, c)
 	}
-	conn, err = resolveArgs(t, "--redisson-config", sentinel, "--addr", "10.0.0.9:6379")
-	if c := conn.masters[0]; err != nil || c.MasterSet != "" || !slices.Equal(c.Addrs, []string{"10.0.0.9:6379"}) || c.WatchdogTimeout.Milliseconds() != 9000 {
+	conn, err = resolveArgs(t, "--redisson-config", sentinel, "--addr", "127.0.0.9:6379")
+	if c := conn.masters[0]; err != nil || c.MasterSet != "" || !slices.Equal(c.Addrs, []string{"127.0.0.9:6379"}) || c.WatchdogTimeout.Milliseconds() != 9000 {
 		t.Fatalf("--addr replaces the file's sentinels, keeps its lock settings: %v %+v", err, c)
 	}
 	if _, err := resolveArgs(t, "--redisson-config", sentinel, "--cluster"); err == nil || !strings.Contains(err.Error(), "exclude each other") {
 		t.Fatalf("--cluster over a sentinel config: %v", err)
 	}
 
-	single := writeFile(t, "single.yaml", "singleServerConfig: {address: 'redis://10.0.0.3:6379'}\n")
+	single := writeFile(t, "single.yaml", "singleServerConfig: {address: 'redis://127.0.0.3:6379'}\n")
 	conn, err = resolveArgs(t, "--redisson-config", single)
-	if c := conn.masters[0]; err != nil || !slices.Equal(c.Addrs, []string{"10.0.0.3:6379"}) || c.Password != "from-env" {
+	if c := conn.masters[0]; err != nil || !slices.Equal(c.Addrs, []string{"127.0.0.3:6379"}) || c.Password != "from-env" {
 		t.Fatalf("$RLOCK_ADDR yields to the file, $RLOCK_PASSWORD fills in: %v %+v", err, c)
 	}
 	conn, err = resolveArgs(t, "--redisson-config", single, "--cluster")
-	if c := conn.masters[0]; err != nil || !c.Cluster || !slices.Equal(c.Addrs, []string{"10.0.0.3:6379"}) {
+	if c := conn.masters[0]; err != nil || !c.Cluster || !slices.Equal(c.Addrs, []string{"127.0.0.3:6379"}) {
 		t.Fatalf("--cluster makes the file's address a seed: %v %+v", err, c)
 	}
-	caOnly := writeFile(t, "tls.yaml", "singleServerConfig: {address: 'rediss://10.0.0.4:6379'}\nsslVerificationMode: CA_ONLY\n")
+	caOnly := writeFile(t, "tls.yaml", "singleServerConfig: {address: 'rediss://127.0.0.4:6379'}\nsslVerificationMode: CA_ONLY\n")
 	conn, err = resolveArgs(t, "--redisson-config", caOnly)
 	if c := conn.masters[0]; err != nil || c.TLS == nil || !c.TLS.InsecureSkipVerify || c.TLS.VerifyConnection == nil {
 		t.Fatalf("the file's CA_ONLY TLS: %v %+v", err, c.TLS)
 	}
-	conn, err = resolveArgs(t, "--redisson-config", caOnly, "--addr", "10.0.0.5:6379")
+	conn, err = resolveArgs(t, "--redisson-config", caOnly, "--addr", "127.0.0.5:6379")
 	if c := conn.masters[0]; err != nil || c.TLS != nil {
 		t.Fatalf("a plain --addr over a TLS file: %v, TLS %+v, want none", err, c.TLS)
 	}
-	conn, err = resolveArgs(t, "--redisson-config", caOnly, "--addr", "rediss://10.0.0.5:6379")
+	conn, err = resolveArgs(t, "--redisson-config", caOnly, "--addr", "rediss://127.0.0.5:6379")
 	if c := conn.masters[0]; err != nil || c.TLS == nil || c.TLS.VerifyConnection == nil {
 		t.Fatalf("a rediss:// --addr over a CA_ONLY file keeps its verification mode: %v, TLS %+v", err, c.TLS)
 	}
