@@ -406,7 +406,7 @@ func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, stop <-ch
 	until := c.retryHorizon(time.Now())
 	for tries := 1; ; tries++ {
 		acked := -1
-		err = c.retryFor(ctx, r.Name, "release", r.Sync.Timeout, until, stop, func(actx context.Context) (err error) {
+		err = c.retryFor(ctx, r.Name, "release", r.Sync.Extra(), until, stop, func(actx context.Context) (err error) {
 			sends++
 			res, acked, err = r.RunSynced(actx, c.rc)
 			return err

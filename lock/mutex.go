@@ -611,7 +611,7 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 	var res reentrant.AcquireResult
 	sends := 0
 	unknown := false // some send's outcome is unknown: it may have run
-	err := c.retryFor(ctx, m.name, "acquire", req.Sync.Timeout, until, c.done, func(actx context.Context) (err error) {
+	err := c.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, c.done, func(actx context.Context) (err error) {
 		sends++
 		res, err = req.Run(actx, c.rc)
 		if err != nil && isReply(err) {

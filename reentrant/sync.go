@@ -17,6 +17,24 @@ type Sync struct {
 	Timeout  time.Duration
 }
 
+// WaitLag is how late Redis may answer a WAIT that timed out unanswered
+// by its replicas: the server checks blocked clients' timeouts on its
+// event loop, which an idle server runs hz times a second (10 by
+// default), so the answer comes up to 1/hz after the timeout. On
+// redis-server 7.0.15, WAIT 1 1 on an idle server with no replica answers
+// after 80–90 ms. A WAIT that replicas acknowledge answers at once.
+const WaitLag = 100 * time.Millisecond
+
+// Extra is how much longer than its own round trip a request sent with s
+// may take to be answered: Timeout plus WaitLag, or 0 when no WAIT goes
+// with it.
+func (s Sync) Extra() time.Duration {
+	if s.Replicas <= 0 {
+		return 0
+	}
+	return s.Timeout + WaitLag
+}
+
 // runSynced sends the script with keys and args, followed by the commands
 // extra builds (writes, which make a WAIT after a request that wrote
 // nothing this time still cover what an earlier copy wrote) and WAIT, on

@@ -191,21 +191,24 @@ func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBa
 // appendWaits appends each master's WAIT to a round trip's cmds and
 // returns them with the round trip's timeout. The WAIT ends before the
 // earliest judgement among the round trip's entries (until, less one
-// round trip for its answer), not after its own timeout: a last renewal
-// must be answered, or judged lost, within one round trip of its
-// judgement, before the key can have run out anywhere (a replica promoted
-// meanwhile included). Unacknowledged in time, it does not count.
+// round trip for its answer and the server's lag in answering a WAIT
+// that timed out), not after its own timeout: a last renewal must be
+// answered, or judged lost, within one round trip of its judgement,
+// before the key can have run out anywhere (a replica promoted meanwhile
+// included). Unacknowledged in time, it does not count; answered later
+// than the round trip's timeout, it is a round trip with no answer.
 func (r *Registry) appendWaits(cmds []rueidis.Completed, waits []*masterSync, until time.Time, timeout time.Duration) ([]rueidis.Completed, time.Duration) {
 	if len(waits) == 0 {
 		return cmds, timeout
 	}
-	wait := max(min(waits[0].s.Timeout, time.Until(until)-r.cfg.RoundTrip), time.Millisecond)
+	left := time.Until(until)
+	wait := max(min(waits[0].s.Timeout, left-r.cfg.RoundTrip-reentrant.WaitLag), time.Millisecond)
 	for _, ms := range waits {
 		// Built anew each round trip, routed to the master of its
 		// renewals and sent after them on the same connection.
 		cmds = append(cmds, r.c.B().Wait().Numreplicas(int64(ms.s.Replicas)).Timeout(min(ms.s.Timeout, wait).Milliseconds()).Build().SetSlot(ms.name))
 	}
-	return cmds, max(timeout, wait+r.cfg.RoundTrip)
+	return cmds, max(timeout, wait+r.cfg.RoundTrip, min(wait+reentrant.WaitLag+r.cfg.RoundTrip, left))
 }
 
 // errNoAnswer is a renewal round trip's error when no answer came by its
@@ -252,6 +255,31 @@ func (r *Registry) waits(pending []int, syncs []*masterSync) []*masterSync {
 	}
 	return out
 }
+
+// failure is the error to record for a renewal that failed with err after
+// one that failed with prev: err, and also prev's UnsyncedError when err
+// is another kind of failure (a last round trip with no answer), so that
+// the holder still hears that the renewals were never synced.
+func failure(err, prev error) error {
+	var ue *UnsyncedError
+	if !errors.As(prev, &ue) || errors.As(err, new(*UnsyncedError)) {
+		return err
+	}
+	return &afterUnsynced{err: err, unsynced: ue}
+}
+
+// afterUnsynced is a renewal's failure after renewals that ran but were
+// acknowledged by no replica.
+type afterUnsynced struct {
+	err      error
+	unsynced *UnsyncedError
+}
+
+func (e *afterUnsynced) Error() string {
+	return e.err.Error() + ", after a " + e.unsynced.Error()
+}
+
+func (e *afterUnsynced) Unwrap() []error { return []error{e.err, e.unsynced} }
 
 // UnsyncedError is the error of a renewal that ran on the master but that
 // no replica acknowledged within Timeout: it did not extend the lease.
@@ -380,7 +408,7 @@ func tellLost(losses []*Entry, why []*LossError) {
 // failedLocked records a failed renewal of e, and returns its loss when
 // e's judgement time has come.
 func (r *Registry) failedLocked(e *Entry, err error, now time.Time) *LossError {
-	e.lastErr = err
+	e.lastErr = failure(err, e.lastErr)
 	if now.Before(e.judge) {
 		return nil
 	}
