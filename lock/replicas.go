@@ -38,23 +38,22 @@ const defaultReplicaSyncTimeout = time.Second
 // sync returns what an acquire or release of name must wait for: the
 // master's connected replicas for up to Config.ReplicaSyncTimeout, or
 // nothing when replica sync is off or the master never had replicas. A
-// master that cannot be asked is treated as having none this time (the
-// request itself then reports the outage).
+// master never seen with replicas that cannot be asked is treated as
+// having none this time (the request itself then reports the outage).
 //
 // A master once seen with replicas keeps needing one acknowledgement
-// when it reports none: a master cut off from its replicas (a partition)
-// lists none, and a grant there reaches nobody a failover could promote.
-// Its count of none must not turn the check off; requests fail with
-// ErrUnavailable until a replica is back (or the Client is closed).
+// when it reports none or cannot be asked: a master cut off from its
+// replicas (a partition) lists none, and a grant there reaches nobody a
+// failover could promote. Its count of none, or a question that failed,
+// must not turn the check off; requests fail with ErrUnavailable until a
+// replica is back (or the Client is closed).
 func (c *Client) sync(ctx context.Context, name string) reentrant.Sync {
 	return c.syncAt(ctx, c.at(name), false)
 }
 
 // syncAt is sync for the master at addr. For a renewal the count is the
 // last one known, even if old (a fresh one is asked for in the
-// background), and a master that had replicas and whose count is not
-// known still needs one acknowledgement: the renewal's WAIT then tells
-// whether a replica has it.
+// background).
 func (c *Client) syncAt(ctx context.Context, addr string, renewal bool) reentrant.Sync {
 	if c.cfg.ReplicaSyncTimeout < 0 {
 		return reentrant.Sync{}
@@ -78,13 +77,13 @@ func (c *Client) syncAt(ctx context.Context, addr string, renewal bool) reentran
 		c.reps.mu.Lock()
 		had := c.reps.had[addr]
 		c.reps.mu.Unlock()
-		if !had || (rc.unknown && !renewal) {
-			// A master that cannot be asked (stopped, or no longer
-			// where a slot table says) is not held to it: the
-			// request reports the outage, or lands on the master
-			// that now owns the name.
+		if !had {
 			return reentrant.Sync{}
 		}
+		// Had replicas, and now reports none or cannot be asked: a
+		// grant must still reach one. (A master that is down fails
+		// the request itself; one whose slot moved answers the WAIT
+		// with 0, which refreshes the slots before the next try.)
 		rc.n = 1
 	}
 	return reentrant.Sync{Replicas: rc.n, Timeout: c.cfg.ReplicaSyncTimeout}
@@ -103,6 +102,10 @@ func (c *Client) renewSync(ctx context.Context, name string) (string, reentrant.
 // by the request itself, not doubled by a slow question before it.
 func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
 	n, err := c.askReplicas(ctx, addr)
+	if err != nil && ctx.Err() != nil {
+		// The caller's time ran out, not the master: nothing learned.
+		return replicaCount{unknown: true}
+	}
 	rc := replicaCount{n: n, asked: time.Now()}
 	if err != nil {
 		rc = replicaCount{asked: time.Now().Add(time.Second - replicaRefresh), unknown: true}

@@ -18,7 +18,9 @@ import (
 // and returns them once the master lists the replica as online.
 func withReplica(t *testing.T) (master, replica *integration.Server) {
 	t.Helper()
-	master = integrationRedis(t)
+	// No wait before the replica's first full sync (Redis waits 5 s
+	// by default for more replicas to share a diskless one).
+	master = integrationRedis(t, integration.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	host, port, err := net.SplitHostPort(master.DirectAddr())
 	must(t, err)
 	replica = integrationRedis(t, integration.Options{Args: []string{"--replicaof", host, port}})
@@ -108,6 +110,32 @@ func TestReplicaSyncGivesBackAnUnacknowledgedAcquire(t *testing.T) {
 	must(t, h.Unlock(bg()))
 }
 
+// Redis answers a WAIT that timed out up to 1/hz (100 ms) after its
+// timeout: with a CommandTimeout shorter than that lag, an acquire whose
+// WAIT no replica acknowledges is still answered (not cut as a lost
+// reply), and TryLock says that no replica acknowledged it, every time.
+func TestReplicaSyncAnUnacknowledgedWaitIsAnsweredWithAShortCommandTimeout(t *testing.T) {
+	master, replica := withReplica(t)
+	c := newClient(t, lock.Config{ReplicaSyncTimeout: 100 * time.Millisecond, CommandTimeout: 50 * time.Millisecond}, master)
+	mrc := raw(t, master)
+	n := name(t)
+	h, err := c.Mutex(n).TryLock(bg())
+	must(t, err)
+	must(t, h.Unlock(bg()))
+
+	must(t, replica.Pause(bg()))
+	t.Cleanup(func() { _ = replica.Resume(context.Background()) })
+	for i := range 3 {
+		_, err = c.Mutex(n).TryLock(bg())
+		if !errors.Is(err, lock.ErrNotAcquired) || !strings.Contains(err.Error(), "replicas acknowledged") {
+			t.Fatalf("TryLock %d with a paused replica = %v, want ErrNotAcquired naming the replicas", i, err)
+		}
+	}
+	if exists(t, mrc, n) {
+		t.Fatal("the unacknowledged hold was not given back")
+	}
+}
+
 // A release no replica acknowledges: the hold has ended on the master,
 // Unlock says that no replica has it, and a second Unlock finds it ended.
 func TestReplicaSyncReportsAnUnacknowledgedRelease(t *testing.T) {
@@ -190,7 +218,9 @@ func TestReplicaSyncAfterScriptFlush(t *testing.T) {
 // a client on DirectAddr still reaches it, the minority side of a split.
 func withReplicaBehindProxy(t *testing.T) (master, replica *integration.Server) {
 	t.Helper()
-	master = integrationRedis(t)
+	// No wait before the replica's first full sync (Redis waits 5 s
+	// by default for more replicas to share a diskless one).
+	master = integrationRedis(t, integration.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	host, port, err := net.SplitHostPort(master.Addr())
 	must(t, err)
 	replica = integrationRedis(t, integration.Options{Args: []string{"--replicaof", host, port}})
