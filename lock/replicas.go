@@ -38,15 +38,17 @@ const defaultReplicaSyncTimeout = time.Second
 // sync returns what an acquire or release of name must wait for: the
 // master's connected replicas for up to Config.ReplicaSyncTimeout, or
 // nothing when replica sync is off or the master never had replicas. A
-// master never seen with replicas that cannot be asked is treated as
-// having none this time (the request itself then reports the outage).
+// master that cannot be asked is treated as having none this time (the
+// request itself then reports the outage, or lands on the master that
+// now owns the name).
 //
 // A master once seen with replicas keeps needing one acknowledgement
-// when it reports none or cannot be asked: a master cut off from its
-// replicas (a partition) lists none, and a grant there reaches nobody a
-// failover could promote. Its count of none, or a question that failed,
-// must not turn the check off; requests fail with ErrUnavailable until a
-// replica is back (or the Client is closed).
+// when it reports none: a master cut off from its replicas (a partition)
+// lists none, and a grant there reaches nobody a failover could promote.
+// Its count of none must not turn the check off; requests fail with
+// ErrUnavailable until a replica is back (or the Client is closed). A
+// question cut short by the caller's own deadline counts as such an
+// answer, not as a master that cannot be asked.
 func (c *Client) sync(ctx context.Context, name string) reentrant.Sync {
 	return c.syncAt(ctx, c.at(name), false)
 }
@@ -77,13 +79,13 @@ func (c *Client) syncAt(ctx context.Context, addr string, renewal bool) reentran
 		c.reps.mu.Lock()
 		had := c.reps.had[addr]
 		c.reps.mu.Unlock()
-		if !had {
+		if !had || (rc.unknown && !renewal) {
+			// A master that cannot be asked (stopped, or no longer
+			// where a slot table says) is not held to it: the
+			// request reports the outage, or lands on the master
+			// that now owns the name.
 			return reentrant.Sync{}
 		}
-		// Had replicas, and now reports none or cannot be asked: a
-		// grant must still reach one. (A master that is down fails
-		// the request itself; one whose slot moved answers the WAIT
-		// with 0, which refreshes the slots before the next try.)
 		rc.n = 1
 	}
 	return reentrant.Sync{Replicas: rc.n, Timeout: c.cfg.ReplicaSyncTimeout}
@@ -103,8 +105,11 @@ func (c *Client) renewSync(ctx context.Context, name string) (string, reentrant.
 func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
 	n, err := c.askReplicas(ctx, addr)
 	if err != nil && ctx.Err() != nil {
-		// The caller's time ran out, not the master: nothing learned.
-		return replicaCount{unknown: true}
+		// The caller's time ran out, not the master's: nothing is
+		// learned, and the master is not taken for one that cannot be
+		// asked (which would skip the WAIT): it counts as reporting
+		// none, so one that had replicas still needs one.
+		return replicaCount{}
 	}
 	rc := replicaCount{n: n, asked: time.Now()}
 	if err != nil {
