@@ -63,7 +63,7 @@ type Release struct {
 	Field     string
 	Lease     time.Duration // lease to reset when a hold remains
 	RequestID string        // NewRequestID(), one per Unlock call
-	Publish   string        // Publish or ShardedPublish
+	Publish   string        // Publish or ShardedPublish; "" publishes nothing (a spin lock)
 	LatchTTL  time.Duration // how long the latch answers retries
 	Sync      Sync          // wait for replicas (see Sync and RunSynced)
 }

@@ -1,7 +1,8 @@
 -- Redisson RLock release with the unlock latch.
 -- KEYS[1] lock name, KEYS[2] channel, KEYS[3] latch key.
 -- ARGV[1] unlock message, ARGV[2] lease ms, ARGV[3] holder field,
--- ARGV[4] publish command (PUBLISH or SPUBLISH), ARGV[5] latch ttl ms.
+-- ARGV[4] publish command (PUBLISH or SPUBLISH; empty: publish nothing, as
+-- Redisson's spin lock), ARGV[5] latch ttl ms.
 -- A partial release never shortens the key's expiry (Redisson's resets it to the lease).
 -- Returns the latch's value when this request already ran, nil when the field
 -- does not hold the lock, 0 when a hold remains, 1 when the lock was released.
@@ -28,7 +29,9 @@ if count > 1 then
     end
     return 0
 end
-redis.call(ARGV[4], KEYS[2], ARGV[1])
+if ARGV[4] ~= '' then
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 redis.call('del', KEYS[1])
 return 1
