@@ -232,3 +232,32 @@ func ExampleConfig_sentinel() {
 	defer c.Close(ctx)
 	fmt.Println("master:", c.Addr()) // the master of the moment: it changes with failovers
 }
+
+// A spin lock (Redisson's getSpinLock): the same lock as Mutex(name) on
+// the wire, but its release publishes nothing and its waiters poll with
+// a backoff instead of subscribing, for names with many waiting processes.
+func ExampleClient_SpinMutex() {
+	ctx := context.Background()
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		if err := c.Close(ctx); err != nil {
+			fmt.Println(err)
+		}
+	}()
+	m := c.SpinMutex("example:batch", lock.SpinBackoff{}) // Redisson's default: 1 ms to 128 ms
+	h, err := m.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("held:", h.Name())
+	if err := h.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Output: held: example:batch
+}

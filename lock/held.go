@@ -35,6 +35,7 @@ type Held struct {
 	reentry bool
 	renew   bool          // taken without Lease: the watchdog renews it
 	lease   time.Duration // its lease (WatchdogTimeout when renewed)
+	spin    bool          // a spin lock's: its release publishes nothing
 
 	mu     sync.Mutex
 	done   bool  // ended
@@ -229,7 +230,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		defer c.wd.End(entry)
 	}
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
+		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(h.spin), LatchTTL: c.recordTTL()}
 	sent := time.Now()
 	var (
 		res      reentrant.ReleaseResult

@@ -23,7 +23,8 @@ import (
 type Mutex struct {
 	c    *Client
 	name string
-	err  error // a bad name, reported by every method
+	err  error        // a bad name, reported by every method
+	spin *SpinBackoff // a spin lock's (SpinMutex), else nil
 }
 
 // Mutex returns the lock called name. The name is Redisson's lock name
@@ -67,6 +68,7 @@ type options struct {
 	hasWait bool
 	lease   time.Duration
 	fenced  bool
+	spin    bool // a SpinMutex's: its Held's release publishes nothing
 	// ext holds the settings of package multilock's options (through
 	// internal/bridge); a Mutex refuses them.
 	ext any
@@ -182,6 +184,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	if err != nil {
 		return nil, err
 	}
+	o.spin = m.spin != nil
 	c := m.c
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -252,7 +255,11 @@ func (a *acquisition) run() (held *Held, err error) {
 		ttl        = time.Duration(-1)
 		subscribed bool
 		outage     *backoff.ExponentialBackOff
+		spin       *spinPolicy
 	)
+	if m.spin != nil {
+		spin = newSpinPolicy(*m.spin)
+	}
 	for {
 		if err := m.awaitHead(a.ctx, mb, a.deadline, ttl); err != nil {
 			return nil, err
@@ -269,7 +276,12 @@ func (a *acquisition) run() (held *Held, err error) {
 			return att.held, nil
 		}
 		ttl = att.TTL
-		if unused, err = a.waitBusy(q, att.TTL, &subscribed); err != nil {
+		if spin != nil {
+			err = a.poll(q, spin, att.TTL)
+		} else {
+			unused, err = a.waitBusy(q, att.TTL, &subscribed)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -708,7 +720,7 @@ func (c *Client) known(ctx context.Context, l *ledger, fenced bool) int {
 func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	held := &Held{c: c, l: l, ctx: hctx, cancel: cancel, owner: owner, at: sent, fence: res.Token,
-		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
+		reentry: res.Count > 1, renew: o.lease == 0, lease: lease, spin: o.spin}
 	c.mu.Lock()
 	first := l.entry == nil
 	l.helds = append(l.helds, held)

@@ -88,6 +88,7 @@ const (
 	WakeRelease   WakeReason = "release"   // a release by this Client
 	WakeRetry     WakeReason = "retry"     // the delay after an outage ended
 	WakeDelay     WakeReason = "delay"     // a MultiLock's random delay between rounds ran out
+	WakePoll      WakeReason = "poll"      // a spin lock's sleep between attempts ran out
 )
 
 // WakeUp describes a waiter waking.
