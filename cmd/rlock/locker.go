@@ -72,6 +72,7 @@ type lockerConfig struct {
 	masters         []lock.Config
 	all             bool // several masters: every one must grant (MultiLock)
 	name            string
+	spin            bool              // Redisson's spin lock (one master only)
 	watchdogTimeout time.Duration     // 0: lock.DefaultWatchdogTimeout
 	observer        *observe.Observer // every Client's; nil: none
 }
@@ -101,6 +102,9 @@ func checkLocker(cfg lockerConfig) error {
 			seen[a] = true
 		}
 	}
+	if cfg.spin && len(cfg.masters) > 1 {
+		return usagef("--spin takes one master: a RedLock or MultiLock of spin locks is not supported")
+	}
 	return nil
 }
 
@@ -120,7 +124,11 @@ func newLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &singleLocker{c: c, m: c.Mutex(cfg.name), name: cfg.name}, nil
+	m := c.Mutex(cfg.name)
+	if cfg.spin {
+		m = c.SpinMutex(cfg.name, lock.SpinBackoff{})
+	}
+	return &singleLocker{c: c, m: m, name: cfg.name}, nil
 }
 
 // lostCause returns why the hold of ctx ended, once it has: the cause

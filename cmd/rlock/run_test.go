@@ -381,3 +381,53 @@ func TestRunBadUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSpin: --spin takes Redisson's spin lock. rlock waits by polling
+// (its attempts reach the server while it never subscribes), gets the
+// lock after a spin holder's release that published nothing, and with
+// several masters --spin is a usage error.
+func TestRunSpin(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	name := lockName(t)
+	h, err := c.SpinMutex(name, lock.SpinBackoff{}).TryLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	evals := func() int64 {
+		rc := c.Redis()
+		info, err := rc.Do(context.Background(), rc.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			}
+		}
+		return n
+	}
+	before := evals()
+	s := startRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--spin", "--no-fence", "--wait", "30s",
+		"--", "echo", "acquired")
+	waitFor(t, "rlock to poll the lock", func() bool { return evals() >= before+5 })
+	if n := subscribers(t, c, name); n != 0 {
+		t.Fatalf("%d subscribers of the unlock channel while rlock --spin waits, want 0", n)
+	}
+	if err := h.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.expectLine("acquired")
+	if r := s.wait(); r.code != 0 {
+		t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+	}
+	if exists(t, c, name) {
+		t.Fatal("the lock key remains after rlock run exited")
+	}
+	other := newServer(t, integration.Options{})
+	r := runRlock(t, "run", "--addr", srv.Addr()+","+other.Addr(), "--name", name, "--spin", "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--spin") {
+		t.Fatalf("--spin with two masters: exit %d, want %d naming --spin; stderr: %s", r.code, exitUsage, r.stderr)
+	}
+}
