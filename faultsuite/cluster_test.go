@@ -106,11 +106,13 @@ type topology struct {
 	masters int // how many of the cluster's servers it uses
 	quorum  int
 	offset  uint64 // shifts the cycle of lead faults, so that the cases of a short run cover different ones
+	spin    bool   // the workers take Redisson's spin lock (one master)
 }
 
 var topologies = []topology{
 	{name: "single", masters: 1, quorum: 1, offset: 0},
 	{name: "redlock", masters: nMasters, quorum: nMasters/2 + 1, offset: defaultRounds},
+	{name: "spin", masters: 1, quorum: 1, offset: 2 * defaultRounds, spin: true},
 }
 
 // worker is one contending client: a lock.Client per master, as a separate
@@ -120,15 +122,16 @@ type worker struct {
 	clients []*lock.Client
 	tight   []*lock.Client // CommandTimeout close to the lease
 	sink    *eventSink
+	spin    bool // takes Redisson's spin lock
 }
 
 // newWorkers connects nWorkers workers to servers; their Clients are
 // closed when the test ends.
-func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink) []*worker {
+func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink, spin bool) []*worker {
 	t.Helper()
 	ws := make([]*worker, nWorkers)
 	for i := range ws {
-		w := &worker{id: i, sink: sink}
+		w := &worker{id: i, sink: sink, spin: spin}
 		for _, tight := range []bool{false, true} {
 			for m, s := range servers {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -189,6 +192,9 @@ func (w *worker) locker(name string, tight bool) locker {
 	cs := w.clients
 	if tight {
 		cs = w.tight
+	}
+	if len(cs) == 1 && w.spin {
+		return single{cs[0].SpinMutex(name, lock.SpinBackoff{})}
 	}
 	if len(cs) == 1 {
 		return single{cs[0].Mutex(name)}
