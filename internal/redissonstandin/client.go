@@ -140,8 +140,11 @@ func NewRequestID() string {
 // not, with the reply as a number (a TTL in milliseconds for the EVAL_LONG
 // scripts).
 type Acquire struct {
+	// Acquired is a nil reply: the lock is taken (or re-entered).
 	Acquired bool
-	TTL      int64
+	// TTL is the reply when not acquired: milliseconds (PTTL, or the fair
+	// lock's computed wait; 1 from the fair lock's tryLock() script).
+	TTL int64
 }
 
 // Release is what an unlockInnerAsync answered.

@@ -81,8 +81,12 @@ func (l *SpinLock) Renew(ctx context.Context, thread uint64) (bool, error) {
 // ExponentialBackoff is LockOptions.ExponentialBackOff; the zero value is
 // LockOptions.defaults(): initial 1 ms, max 128 ms, multiplier 2.
 type ExponentialBackoff struct {
-	Initial, Max time.Duration
-	Multiplier   int
+	// Initial is initialDelay (whole milliseconds), the first period.
+	Initial time.Duration
+	// Max is maxDelay (whole milliseconds), the cap.
+	Max time.Duration
+	// Multiplier is multiplier.
+	Multiplier int
 }
 
 // BackoffPolicy is LockOptions.ExponentialBackOffPolicy: one per lock call.
