@@ -118,8 +118,9 @@ func Field(id string, thread uint64) string { return id + ":" + strconv.FormatUi
 func WriteField(id string, thread uint64) string { return Field(id, thread) + WriteSuffix }
 
 // LockChannel is RedissonLock.getChannelName: "redisson_lock__channel:{name}"
-// (two underscores; both). The plain, spin-less, fair (as a prefix) and
-// non-reentrant locks use it.
+// (two underscores; both). The plain and non-reentrant locks publish on
+// it; the fair lock's waiter channels start with it; the spin lock
+// publishes nothing.
 func LockChannel(name string) string { return PrefixName("redisson_lock__channel", name) }
 
 // LatchName is RedissonBaseLock.getUnlockLatchName: "redisson_unlock_latch:{name}:<requestId>" (both).
