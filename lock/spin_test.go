@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	rs "github.com/rlock-go/rlock/internal/redissonstandin"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
@@ -131,5 +132,67 @@ func TestSpinBackoffBadInput(t *testing.T) {
 	}
 	if ks := keys(t, rc, n); len(ks) != 0 {
 		t.Fatalf("keys left: %v", ks)
+	}
+}
+
+// rlock's spin lock against Redisson's (the stand-in, its scripts taken
+// from Redisson's source): each excludes the other, a Java re-entry counts
+// as Java reads it, a Java spin waiter polling gets the lock after
+// rlock's release (which published nothing), and an rlock spin waiter
+// gets it after Java's release, which publishes nothing either.
+func TestSpinMutexInteroperatesWithRedissonsSpinLock(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	rc := raw(t)
+	java := rs.New(rc, rs.Options{})
+	n := name(t)
+	js := java.SpinLock(n)
+
+	// Java holds, re-enters; rlock's spin waiter waits and gets it after
+	// Java's last unlock.
+	for range 2 {
+		a, err := js.TryAcquire(bg(), 7, 0)
+		must(t, err)
+		if !a.Acquired {
+			t.Fatalf("Java spin acquire refused: TTL %d", a.TTL)
+		}
+	}
+	if got := hgetInt(t, rc, n, java.Field(7)); got != 2 {
+		t.Fatalf("Java re-entry count %d, want 2", got)
+	}
+	if _, err := c.SpinMutex(n, lock.SpinBackoff{}).TryLock(bg()); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("rlock spin TryLock while Java holds = %v, want ErrNotAcquired", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		h, err := c.SpinMutex(n, lock.ConstantSpin(5*time.Millisecond)).Lock(bg())
+		if err == nil {
+			err = h.Unlock(bg())
+		}
+		got <- err
+	}()
+	for range 2 {
+		if r, err := js.Unlock(bg(), 7); err != nil || r == rs.NotHeld {
+			t.Fatalf("Java unlock = %v, %v", r, err)
+		}
+	}
+	must(t, <-got)
+
+	// rlock holds; a Java spin waiter polls until rlock releases.
+	h, err := c.SpinMutex(n, lock.SpinBackoff{}).Lock(bg())
+	must(t, err)
+	if a, err := js.TryAcquire(bg(), 8, 0); err != nil || a.Acquired || a.TTL <= 0 {
+		t.Fatalf("Java spin acquire while rlock holds = %+v, %v; want refused with the TTL", a, err)
+	}
+	jctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	jgot := make(chan error, 1)
+	go func() { jgot <- js.Lock(jctx, 8, 0, rs.ExponentialBackoff{}.Policy(nil)) }()
+	must(t, h.Unlock(bg()))
+	must(t, <-jgot)
+	if got := hgetInt(t, rc, n, java.Field(8)); got != 1 {
+		t.Fatalf("Java's hold count %d after it acquired, want 1", got)
+	}
+	if r, err := js.Unlock(bg(), 8); err != nil || r != rs.Released {
+		t.Fatalf("Java unlock = %v, %v", r, err)
 	}
 }
