@@ -57,6 +57,11 @@ var (
 	// lock protocol (another program wrote the key). Nothing was changed
 	// in Redis; the key is left as it is.
 	ErrNotLock = errors.New("rlock: the key is not a lock")
+	// ErrReentered is returned, joined with ErrNotAcquired, by Lock and
+	// TryLock of a NonReentrantMutex whose owner already holds the lock:
+	// Redisson's NON_REENTRANT_REACQUIRE (an IllegalMonitorStateException
+	// in Java). Nothing is sent to Redis; the hold is unchanged.
+	ErrReentered = errors.New("rlock: lock is not reentrant and its owner already holds it")
 )
 
 func invalidf(format string, args ...any) error {

@@ -261,3 +261,32 @@ func ExampleClient_SpinMutex() {
 	}
 	// Output: held: example:batch
 }
+
+// A non-reentrant lock (Redisson's getNonReentrantLock): its owner's
+// second acquisition is refused at once instead of counting a re-entry.
+func ExampleClient_NonReentrantMutex() {
+	ctx := context.Background()
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		if err := c.Close(ctx); err != nil {
+			fmt.Println(err)
+		}
+	}()
+	m := c.NonReentrantMutex("example:once")
+	h, err := m.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = m.Lock(h.Context()) // the same owner again
+	fmt.Println("re-entry refused:", errors.Is(err, lock.ErrReentered))
+	if err := h.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Output: re-entry refused: true
+}

@@ -25,6 +25,7 @@ type Mutex struct {
 	name string
 	err  error        // a bad name, reported by every method
 	spin *SpinBackoff // a spin lock's (SpinMutex), else nil
+	once bool         // not reentrant (NonReentrantMutex)
 }
 
 // Mutex returns the lock called name. The name is Redisson's lock name
@@ -69,6 +70,7 @@ type options struct {
 	lease   time.Duration
 	fenced  bool
 	spin    bool // a SpinMutex's: its Held's release publishes nothing
+	once    bool // a NonReentrantMutex's: an owner that holds may not acquire again
 	// ext holds the settings of package multilock's options (through
 	// internal/bridge); a Mutex refuses them.
 	ext any
@@ -184,7 +186,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	if err != nil {
 		return nil, err
 	}
-	o.spin = m.spin != nil
+	o.spin, o.once = m.spin != nil, m.once
 	c := m.c
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -538,6 +540,11 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		return outcome{}, join(ErrNotAcquired, err)
 	}
 	defer l.give()
+	if o.once && c.holds(l) {
+		// Checked holding the turn: two goroutines of one owner cannot
+		// both pass it.
+		return outcome{}, join(ErrNotAcquired, fmt.Errorf("%w: %s", ErrReentered, m.name))
+	}
 	// An earlier request's fate first, for as long as one command may
 	// take: an outage is the caller's to ride out, not this attempt's.
 	if l.unsettled != nil { // (no timer for the common case)

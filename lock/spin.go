@@ -118,3 +118,17 @@ func (a *acquisition) poll(q *queue, p *spinPolicy, ttl time.Duration) error {
 	a.end.Waited += slept
 	return err
 }
+
+// NonReentrantMutex returns the lock called name as Redisson's
+// non-reentrant lock (redisson.getNonReentrantLock(name), Redisson 4.4
+// and later): the plain lock's key, field, count (always 1) and release,
+// but an owner that holds it may not acquire it again: Lock and TryLock
+// with a context carrying such an owner return ErrReentered (joined with
+// ErrNotAcquired) at once, without waiting, and the hold is unchanged. It
+// excludes Mutex(name) and Redisson's getLock and getNonReentrantLock of
+// the same name.
+func (c *Client) NonReentrantMutex(name string) *Mutex {
+	m := c.Mutex(name)
+	m.once = true
+	return m
+}
