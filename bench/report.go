@@ -340,6 +340,7 @@ func (r *results) markdown(img string) string {
 	table(&w, []string{"Name", "Module", "Version", "Configuration here"}, [][]string{
 		{"rlock", "github.com/rlock-go/rlock", v["github.com/rlock-go/rlock"], libRlock.config},
 		{"rlock-poll", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libPoll.config},
+		{"rlock-spin", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libSpin.config},
 		{"redsync", "github.com/go-redsync/redsync/v4", v["github.com/go-redsync/redsync/v4"], libRedsync.config + fmt.Sprintf(" (go-redis %s)", v["github.com/redis/go-redis/v9"])},
 		{"redislock", "github.com/bsm/redislock", v["github.com/bsm/redislock"], libRedislock.config},
 		{"rueidislock", "github.com/redis/rueidis/rueidislock", v["github.com/redis/rueidis"], libRueidislock.config},
