@@ -184,7 +184,7 @@ func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
 		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
 	sent := time.Now()
-	res, _, err := c.sendRelease(ctx, r, h.ctx.Done())
+	res, _, err := c.sendRelease(ctx, r, h.context().Done())
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			c.setUnsettled(l, &request{id: r.RequestID, release: h, sent: sent})
@@ -247,7 +247,7 @@ func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
 		h.finish(lost)
 	}
 	if c.obs != nil && c.obs.Loss != nil && len(helds) > 0 {
-		c.obs.Loss(helds[0].ctx, observe.Loss{Name: l.name, Addr: c.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
+		c.obs.Loss(helds[0].context(), observe.Loss{Name: l.name, Addr: c.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
 	}
 }
 
