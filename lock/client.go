@@ -490,7 +490,7 @@ func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
 	c.mu.Unlock()
 	var lost <-chan struct{}
 	if len(helds) > 0 {
-		lost = helds[0].ctx.Done()
+		lost = helds[0].context().Done()
 	}
 	if err := l.take(ctx, nil, lost); err != nil {
 		return c.endClosed(l, helds, nil)

@@ -27,27 +27,33 @@ import (
 type Held struct {
 	c       *Client
 	l       *ledger
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
 	owner   uint64
 	at      time.Time
 	fence   uint64
-	reentry bool
-	renew   bool          // taken without Lease: the watchdog renews it
 	lease   time.Duration // its lease (WatchdogTimeout when renewed)
-	spin    bool          // a spin lock's: its release publishes nothing
+	reentry bool
+	renew   bool // taken without Lease: the watchdog renews it
+	spin    bool // a spin lock's: its release publishes nothing
 
 	mu     sync.Mutex
 	done   bool  // ended
-	reason error // why: nil (unlocked), ErrClosed, a *LostError
 	late   bool  // unlocked by the settlement of a failed Unlock: the next Unlock returns nil
+	reason error // why: nil (unlocked), ErrClosed, a *LostError
+	// ctx is the context given to Lock (carrying the owner) until the
+	// first call of context, which replaces it with the hold's own,
+	// cancel being set then: most holds end without anyone asking for
+	// their context, and a cancellable one costs about 110 bytes for as
+	// long as the hold lives. One made after the hold ended is cancelled
+	// before it is returned.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // valid reports whether h was returned by Lock or TryLock. A nil or zero
 // Held (the one a failed TryLock returns) holds nothing: its Unlock
 // returns ErrInvalid, its Context is already cancelled with cause
 // ErrInvalid, and its other methods return zero values.
-func (h *Held) valid() bool { return h != nil && h.c != nil && h.l != nil && h.ctx != nil }
+func (h *Held) valid() bool { return h != nil && h.c != nil && h.l != nil }
 
 // invalidCtx is the Context of a nil or zero Held: cancelled, with cause
 // ErrInvalid.
@@ -61,6 +67,22 @@ var invalidCtx = func() context.Context {
 func (h *Held) Context() context.Context {
 	if !h.valid() {
 		return invalidCtx
+	}
+	return h.context()
+}
+
+// context returns the hold's context, making it on the first call: the
+// values of the context given to Lock, not its deadline or cancellation,
+// and cancelled already (with the cause its end recorded) when the hold
+// has ended.
+func (h *Held) context() context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cancel == nil {
+		h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(h.ctx))
+		if h.done {
+			h.cancel(h.reason)
+		}
 	}
 	return h.ctx
 }
@@ -114,8 +136,11 @@ func (h *Held) finish(cause error) {
 		h.done = true
 		h.reason = cause
 	}
+	cancel := h.cancel // nil until context is called: it then cancels its new context
 	h.mu.Unlock()
-	h.cancel(cause)
+	if cancel != nil {
+		cancel(cause)
+	}
 }
 
 // ended returns whether the hold ended, and the error an Unlock of it
@@ -193,7 +218,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	l := h.l
 	c.useLedger(l)
 	defer c.unuse(l)
-	if err := l.take(ctx, c.done, h.ctx.Done()); err != nil {
+	if err := l.take(ctx, c.done, h.context().Done()); err != nil {
 		if done, herr := h.ended(); done {
 			return false, herr
 		}
@@ -203,7 +228,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		return false, wrapf(err, "unlock of %q not sent: another operation of its owner is in flight", l.name)
 	}
 	defer l.give()
-	if err := c.settle(ctx, l, h.ctx.Done(), c.done); err != nil {
+	if err := c.settle(ctx, l, h.context().Done(), c.done); err != nil {
 		if done, herr := h.ended(); done {
 			return false, join(herr, err)
 		}
@@ -236,7 +261,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		res      reentrant.ReleaseResult
 		unsynced error
 	)
-	res, unsynced, err = c.sendRelease(ctx, r, h.ctx.Done(), c.done) // Close takes over
+	res, unsynced, err = c.sendRelease(ctx, r, h.context().Done(), c.done) // Close takes over
 	if err != nil {
 		return false, c.unconfirmed(l, h, &request{id: r.RequestID, release: h, sent: sent}, err)
 	}

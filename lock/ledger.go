@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/rlock-go/rlock/observe"
@@ -25,22 +26,30 @@ import (
 //
 // Ownership of the fields:
 //   - count and unsettled: only the turn holder reads or writes them;
+//   - turn and waiters: guarded by tmu;
 //   - users, helds, entry, renewing: guarded by Client.mu;
 //   - a Held's own state: guarded by Held.mu.
 type ledger struct {
 	name, field string
-	turn        chan struct{} // capacity 1: sending takes the turn
+	// turn has capacity 1: sending takes the turn. It is made by the
+	// first take and dropped by the give that leaves nobody waiting: a
+	// channel costs 96 bytes, and a held lock's turn is free nearly
+	// always.
+	turn chan struct{}
+	tmu  sync.Mutex
 
 	// guarded by the turn
 	count     int      // the field's holds in Redis, as far as this Client knows
 	unsettled *request // the one request whose outcome is unknown, if any
 
 	// guarded by Client.mu
-	users    int // goroutines using the ledger; it is dropped when 0 and nothing is held
 	helds    []*Held
 	entry    *watchdog.Entry // nil when nothing is held
-	renewing int             // live helds taken without Lease
-	keep     bool            // an unsettled request is recorded: never drop the ledger
+	users    int32           // goroutines using the ledger; it is dropped when 0 and nothing is held
+	renewing int32           // live helds taken without Lease
+
+	waiters int32 // guarded by tmu: takes that may send on turn (it is kept while any is)
+	keep    bool  // guarded by Client.mu: an unsettled request is recorded, never drop the ledger
 }
 
 // request is a count-changing request whose answer was lost.
@@ -57,7 +66,7 @@ func (c *Client) use(name, field string) *ledger {
 	c.mu.Lock()
 	l := c.ledgers[k]
 	if l == nil {
-		l = &ledger{name: name, field: field, turn: make(chan struct{}, 1)}
+		l = &ledger{name: name, field: field}
 		c.ledgers[k] = l
 	}
 	l.users++
@@ -86,14 +95,27 @@ func (c *Client) unuse(l *ledger) {
 }
 
 // take takes l's turn, waiting until ctx ends, stop closes or lost closes.
+// Waiters are served in the order they came (the channel's).
 func (l *ledger) take(ctx context.Context, stop, lost <-chan struct{}) error {
+	l.tmu.Lock()
+	if l.turn == nil {
+		l.turn = make(chan struct{}, 1)
+	}
+	turn := l.turn
+	l.waiters++
+	l.tmu.Unlock()
+	defer func() {
+		l.tmu.Lock()
+		l.waiters--
+		l.tmu.Unlock()
+	}()
 	select {
-	case l.turn <- struct{}{}:
+	case turn <- struct{}{}:
 		return nil
 	default:
 	}
 	select {
-	case l.turn <- struct{}{}:
+	case turn <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -106,8 +128,16 @@ func (l *ledger) take(ctx context.Context, stop, lost <-chan struct{}) error {
 
 var errLostWhileWaiting = errors.New("rlock: hold ended while waiting")
 
-// give gives the turn back.
-func (l *ledger) give() { <-l.turn }
+// give gives the turn back (to the first waiter, if any), and drops the
+// channel when nobody waits: the next take makes a new one.
+func (l *ledger) give() {
+	l.tmu.Lock()
+	<-l.turn
+	if l.waiters == 0 && len(l.turn) == 0 {
+		l.turn = nil
+	}
+	l.tmu.Unlock()
+}
 
 // recordTTL is how long a request's record (its unlock latch, or the
 // settlement's fence) lives: longer than any retry of the request.
@@ -184,7 +214,7 @@ func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
 		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
 	sent := time.Now()
-	res, _, err := c.sendRelease(ctx, r, h.ctx.Done())
+	res, _, err := c.sendRelease(ctx, r, h.context().Done())
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			c.setUnsettled(l, &request{id: r.RequestID, release: h, sent: sent})
@@ -247,7 +277,7 @@ func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
 		h.finish(lost)
 	}
 	if c.obs != nil && c.obs.Loss != nil && len(helds) > 0 {
-		c.obs.Loss(helds[0].ctx, observe.Loss{Name: l.name, Addr: c.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
+		c.obs.Loss(helds[0].context(), observe.Loss{Name: l.name, Addr: c.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
 	}
 }
 

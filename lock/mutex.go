@@ -725,8 +725,7 @@ func (c *Client) known(ctx context.Context, l *ledger, fenced bool) int {
 // watchdog track it: a new entry for a first hold, the same one for a
 // re-entry.
 func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
-	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	held := &Held{c: c, l: l, ctx: hctx, cancel: cancel, owner: owner, at: sent, fence: res.Token,
+	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
 		reentry: res.Count > 1, renew: o.lease == 0, lease: lease, spin: o.spin}
 	c.mu.Lock()
 	first := l.entry == nil

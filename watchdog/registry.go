@@ -3,6 +3,7 @@ package watchdog
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -80,19 +81,32 @@ type Entry struct {
 	onLost      func(*Entry, *LossError)
 
 	// guarded by Registry.mu
-	renew    bool
 	lease    time.Duration // the lease of the request that set deadline
-	deadline time.Time     // when the lease must have run out, monotonic
-	judge    time.Time     // deadline minus the margin: when it is declared lost
+	deadline mono          // when the lease must have run out
+	judge    mono          // deadline minus the margin: when it is declared lost
 	lastErr  error
-	busy     int // releases in flight: not renewed, still judged
+	busy     int32 // releases in flight: not renewed, still judged
+	renew    bool
 	gone     bool
 }
 
+// mono is a time as the monotonic nanoseconds since its Registry's
+// epoch: an Entry holds two, 8 bytes each where a time.Time takes 24, and
+// thousands of entries live as long as their locks.
+type mono int64
+
+// noTime is the mono of an entry whose lease was never set.
+const noTime = mono(math.MinInt64)
+
+func (r *Registry) mono(t time.Time) mono { return mono(t.Sub(r.epoch)) }
+
+func (r *Registry) time(m mono) time.Time { return r.epoch.Add(time.Duration(m)) }
+
 // Registry holds the entries of one Redis master.
 type Registry struct {
-	c   rueidis.Client
-	cfg Config
+	c     rueidis.Client
+	cfg   Config
+	epoch time.Time // of the entries' mono times
 
 	mu       sync.Mutex
 	entries  map[*Entry]struct{}
@@ -112,7 +126,7 @@ func New(c rueidis.Client, cfg Config) (*Registry, error) {
 	if cfg.RoundTrip == 0 {
 		cfg.RoundTrip = DefaultRoundTrip
 	}
-	return &Registry{c: c, cfg: cfg, entries: map[*Entry]struct{}{}, nudge: make(chan struct{}, 1)}, nil
+	return &Registry{c: c, cfg: cfg, epoch: time.Now(), entries: map[*Entry]struct{}{}, nudge: make(chan struct{}, 1)}, nil
 }
 
 // Track starts tracking a lock that was acquired by a request sent at
@@ -121,7 +135,7 @@ func New(c rueidis.Client, cfg Config) (*Registry, error) {
 // lease ends. onLost is called at most once, from the loop's goroutine
 // (or Lose's caller). The caller owns the entry: one per held lock.
 func (r *Registry) Track(name, field string, lease time.Duration, renew bool, sent time.Time, onLost func(*Entry, *LossError)) *Entry {
-	e := &Entry{name: name, field: field, onLost: onLost, renew: renew}
+	e := &Entry{name: name, field: field, onLost: onLost, renew: renew, deadline: noTime, judge: noTime}
 	r.mu.Lock()
 	r.entries[e] = struct{}{}
 	r.extendLocked(e, lease, sent)
@@ -144,9 +158,9 @@ func (r *Registry) Extend(e *Entry, lease time.Duration, sent time.Time) {
 }
 
 func (r *Registry) extendLocked(e *Entry, lease time.Duration, sent time.Time) {
-	if d := sent.Add(lease); d.After(e.deadline) {
+	if d := r.mono(sent.Add(lease)); d > e.deadline {
 		e.deadline, e.lease = d, lease
-		e.judge = d.Add(-r.cfg.margin(lease))
+		e.judge = d - mono(r.cfg.margin(lease))
 	}
 }
 
@@ -166,7 +180,7 @@ func (r *Registry) SetRenew(e *Entry, renew bool) {
 // timer: only then must Run be woken to look again. A wake-up for every
 // new lock would cost each Lock a goroutine switch.
 func (r *Registry) earlierLocked(e *Entry) bool {
-	return r.wakeAt.IsZero() || e.judge.Before(r.wakeAt)
+	return r.wakeAt.IsZero() || e.judge < r.mono(r.wakeAt)
 }
 
 func (r *Registry) wake() {
@@ -298,8 +312,9 @@ func (r *Registry) setWakeAt(t time.Time) {
 func (r *Registry) renewalDue(now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	m := r.mono(now)
 	for e := range r.entries {
-		if e.renew && e.busy == 0 && !now.Before(e.judge) {
+		if e.renew && e.busy == 0 && m >= e.judge {
 			return true
 		}
 	}
@@ -313,16 +328,22 @@ func (r *Registry) renewalDue(now time.Time) bool {
 // Renewed entries are judged by their renewals' answers (Tick).
 func (r *Registry) judgeDue(now time.Time, report bool) (next time.Time, n int) {
 	var lost []*Entry
+	m := r.mono(now)
+	var first mono
+	found := false
 	r.mu.Lock()
 	for e := range r.entries {
 		if r.inflight[e] {
 			continue // its renewal is on the wire: the tick judges it
 		}
-		if !now.Before(e.judge) && (!e.renew || e.busy > 0) {
+		if m >= e.judge && (!e.renew || e.busy > 0) {
 			lost = append(lost, e)
-		} else if next.IsZero() || e.judge.Before(next) {
-			next = e.judge
+		} else if !found || e.judge < first {
+			first, found = e.judge, true
 		}
+	}
+	if found {
+		next = r.time(first)
 	}
 	for _, e := range lost {
 		r.removeLocked(e)

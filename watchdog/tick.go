@@ -185,6 +185,10 @@ func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBa
 			again = append(again, i)
 		}
 	}
+	// rueidis's reader keeps the slice of the last replies it read on a
+	// connection until the next reply comes: with thousands of locks
+	// renewed, their arrays would stay in memory between ticks.
+	clear(results)
 	return again, noscript
 }
 
@@ -314,15 +318,15 @@ func (r *Registry) pause(ctx context.Context, tk *Tick, rb reentrant.RenewBatch,
 func (r *Registry) earliestJudge(rb reentrant.RenewBatch, pending []int, byKey map[reentrant.Hold]*Entry, limit time.Time) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := limit
+	t := r.mono(limit)
 	for _, i := range pending {
 		for _, h := range rb.Holds[i] {
-			if e := byKey[h]; e.judge.Before(t) {
+			if e := byKey[h]; e.judge < t {
 				t = e.judge
 			}
 		}
 	}
-	return t
+	return r.time(t)
 }
 
 // apply applies the answer of command i, sent at sent. It reports whether
@@ -409,7 +413,7 @@ func tellLost(losses []*Entry, why []*LossError) {
 // e's judgement time has come.
 func (r *Registry) failedLocked(e *Entry, err error, now time.Time) *LossError {
 	e.lastErr = failure(err, e.lastErr)
-	if now.Before(e.judge) {
+	if r.mono(now) < e.judge {
 		return nil
 	}
 	r.removeLocked(e)
