@@ -54,6 +54,9 @@ func TestReentryAcrossMasters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("re-entry through Held.Context(): %v", err)
 	}
+	// Both rounds returned once a quorum granted; the later grants join
+	// their Helds.
+	multilock.WaitBackground(l)
 	if inner.Owner() != outer.Owner() {
 		t.Errorf("re-entry owner %d, want %d", inner.Owner(), outer.Owner())
 	}
