@@ -57,12 +57,14 @@ func TestFenceIncreasesAcrossClientsAndRestart(t *testing.T) {
 	multilock.WaitBackground(a)
 	multilock.WaitBackground(b)
 	// The highest token was written back to every master, the restarted
-	// one included.
+	// one included. A master may be above it: a grant that came after its
+	// round decided incremented its counter (and was released or joined
+	// that Held with a token of its own).
 	rs := raws(t, servers)
 	for i, rc := range rs {
 		v, err := rc.Do(bg(t), rc.B().Get().Key(reentrant.TokenName(n)).Build()).AsUint64()
-		if err != nil || v != last {
-			t.Errorf("master %d: counter %d, %v; want %d", i, v, err, last)
+		if err != nil || v < last {
+			t.Errorf("master %d: counter %d, %v; want at least %d", i, v, err, last)
 		}
 	}
 }
