@@ -200,11 +200,14 @@ func TestMultiLockNeedsEveryMaster(t *testing.T) {
 func TestCancelledLockLeavesNothing(t *testing.T) {
 	n := name(t)
 	cs := clients(t, shared, lock.Config{})
-	holder, err := multilock.NewRedLock(mutexes(cs, n)...).Lock(bg(t))
+	hl := multilock.NewRedLock(mutexes(cs, n)...)
+	holder, err := hl.Lock(bg(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Unlock(context.Background())
+	// The holder's field on every master, before the other owner tries.
+	multilock.WaitBackground(hl)
 
 	other := clients(t, shared, lock.Config{})
 	l := multilock.NewRedLock(mutexes(other, n)...)

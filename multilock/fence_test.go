@@ -46,6 +46,10 @@ func TestFenceIncreasesAcrossClientsAndRestart(t *testing.T) {
 		take(a, "a")
 		take(b, "b")
 	}
+	// Every write-back of the last token has reached its master (raises
+	// beyond the quorum finish in the background), and no attempt is out.
+	multilock.WaitBackground(a)
+	multilock.WaitBackground(b)
 	// Master 0 comes back empty: its counter starts again from 0.
 	if err := servers[0].Restart(bg(t), integration.RestartOptions{KeepData: false}); err != nil {
 		t.Fatalf("restart: %v", err)

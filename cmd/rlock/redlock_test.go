@@ -267,6 +267,11 @@ func TestRunRedLockLost(t *testing.T) {
 		s := startRlock(t, "run", "--addr", addrs, "--name", name, "--watchdog-timeout", "300ms",
 			"--", "sh", "-c", trapTERM)
 		s.expectLine("started")
+		// rlock's round returned once three masters granted; the others'
+		// grants come later and join the hold. Wait until every master
+		// has it, so that no late grant re-creates a key deleted below
+		// (rlock is another process: its hold is seen in Redis).
+		waitFor(t, "the lock on every master", func() bool { return keyCount(t, cs, name) == len(cs) })
 		// Gone from three masters: each one's watchdog finds it at its
 		// next renewal, and two of five are no majority.
 		for _, c := range cs[:3] {
