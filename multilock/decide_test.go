@@ -48,16 +48,25 @@ func TestRoundReturnsOnceAQuorumGranted(t *testing.T) {
 			if got := h.Masters(); got < 3 || got > 4 {
 				t.Errorf("Masters() = %d at return, want 3 or 4 (the paused master cannot have answered)", got)
 			}
+			select {
+			case <-h.Settled():
+				t.Fatal("Settled closed while the paused master's attempt is out")
+			default:
+			}
 			if tc.unlockBefore {
 				if err := h.Unlock(bg(t)); err != nil {
 					t.Fatalf("Unlock: %v", err)
 				}
 			}
 			resume()
-			multilock.WaitBackground(l) // the paused master's attempt has been answered and dealt with
+			select {
+			case <-h.Settled(): // the paused master's attempt has been answered and dealt with
+			case <-time.After(callBound):
+				t.Fatal("Settled not closed once the paused master answered")
+			}
 			if !tc.unlockBefore {
 				if got := h.Masters(); got != 5 {
-					t.Errorf("Masters() = %d once the paused master answered, want 5", got)
+					t.Errorf("Masters() = %d once Settled, want 5", got)
 				}
 				if err := h.Unlock(bg(t)); err != nil {
 					t.Fatalf("Unlock: %v", err)

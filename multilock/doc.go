@@ -37,8 +37,9 @@
 // context runs out: ErrQuorum. The attempts still out when the round
 // decided are not waited for: a grant that comes later joins the Held
 // while it is live (no Unlock begun, no loss), so that the lock is held on
-// every master that granted it, and is released otherwise; an acquire
-// whose reply was lost is undone by package lock.
+// every master that granted it, and is released otherwise (Held.Settled
+// is closed once every master answered); an acquire whose reply was lost
+// is undone by package lock.
 //
 // # Holding
 //

@@ -44,8 +44,9 @@ func ExampleNewRedLock() {
 		return
 	}
 	// Lock returns once a quorum granted; the masters that grant later
-	// join the acquisition.
-	fmt.Printf("held on at least %d of %d masters: %v\n", l.Quorum(), l.Masters(), h.Masters() >= l.Quorum())
+	// join the acquisition. Settled: every master has answered.
+	<-h.Settled()
+	fmt.Printf("held on %d of %d masters, quorum %d\n", h.Masters(), l.Masters(), l.Quorum())
 
 	// The holder's context carries its owner: locking with it re-enters.
 	inner, err := l.Lock(h.Context())
@@ -65,7 +66,7 @@ func ExampleNewRedLock() {
 	fmt.Println("holder's context ended by Unlock:", h.Context().Err() != nil,
 		errors.Is(context.Cause(h.Context()), lock.ErrLockLost))
 	// Output:
-	// held on at least 3 of 5 masters: true
+	// held on 5 of 5 masters, quorum 3
 	// re-entered by the same owner: true
 	// holder's context ended by Unlock: true false
 }

@@ -45,6 +45,8 @@ type Held struct {
 	expire    *time.Timer // ends an explicit lease's acquisition at its validity
 
 	unhold func() // ends the acquisition's record in the local queue's entry
+
+	settled <-chan struct{} // closed once the acquiring round's attempts are dealt with
 }
 
 // slot is the hold on one master.
@@ -227,6 +229,27 @@ func (h *Held) Masters() int {
 	defer h.mu.Unlock()
 	return h.alive
 }
+
+// Settled is closed once every master the acquiring round asked has
+// answered, or its attempt has ended, and each grant that came after Lock
+// or TryLock returned has joined this acquisition or is being given back
+// (after Unlock began, or a loss): from then on Masters does not grow. Lock
+// returns as soon as a quorum granted, so Masters may grow until then; an
+// attempt on a master that does not answer ends within about twice its
+// Client's CommandTimeout. A nil or zero Held returns a closed channel.
+func (h *Held) Settled() <-chan struct{} {
+	if !h.valid() || h.settled == nil {
+		return closedChan
+	}
+	return h.settled
+}
+
+// closedChan is the Settled of a Held with nothing to wait for.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // Fence returns the fencing token of this acquisition when it was taken
 // with the Fenced option, 0 otherwise. Tokens of a name strictly increase

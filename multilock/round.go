@@ -50,6 +50,10 @@ type reply struct {
 // known (settle), a late grant joins the round's Held while that is live
 // (Held.adopt), and is released by its sender otherwise; one that comes
 // in between waits in late for settle.
+//
+// done is closed once every attempt sent has been delivered and dealt
+// with (a late grant adopted, or handed to its release) and settle has
+// adopted what waited in late: Held.Settled.
 type round struct {
 	mu      sync.Mutex
 	decided bool
@@ -57,6 +61,32 @@ type round struct {
 	held    *Held      // the round's acquisition, once settled; nil if it failed
 	late    []reply    // grants that came after the decision, before settle
 	out     chan reply // buffered for every master: sends never block
+
+	left    int  // attempts sent and not yet dealt with
+	adopted bool // settle has dealt with late
+	ended   bool // done is closed
+	done    chan struct{}
+}
+
+func newRound(n int) *round {
+	return &round{out: make(chan reply, n), done: make(chan struct{})}
+}
+
+// dealt counts one delivered reply as dealt with (reply), or settle's
+// adoption of late as done (!reply), and closes done after the last.
+func (r *round) dealt(reply bool) {
+	r.mu.Lock()
+	if reply {
+		r.left--
+	} else {
+		r.adopted = true
+	}
+	end := r.left == 0 && r.adopted && !r.ended
+	r.ended = r.ended || end
+	r.mu.Unlock()
+	if end {
+		close(r.done)
+	}
 }
 
 // deliver hands one master's reply to the round, or, once the round
@@ -67,18 +97,23 @@ func (r *round) deliver(c *call, rep reply) {
 	case !r.decided:
 		r.out <- rep
 		r.mu.Unlock()
+		r.dealt(true)
 		return
 	case rep.h == nil:
 		r.mu.Unlock()
+		r.dealt(true)
 		return
 	case !r.settled:
 		r.late = append(r.late, rep)
 		r.mu.Unlock()
+		r.dealt(true) // settle adopts or releases it
 		return
 	}
 	h := r.held
 	r.mu.Unlock()
-	if h == nil || !h.adopt(rep) {
+	adopted := h != nil && h.adopt(rep)
+	r.dealt(true)
+	if !adopted {
 		_ = c.release(rep.h)
 	}
 }
@@ -112,6 +147,7 @@ func (r *round) settle(c *call, h *Held) {
 			c.background(g.i, func() { _ = c.release(g.h) })
 		}
 	}
+	r.dealt(false)
 }
 
 // outcome is a failed round, for the error and the wait after it.
@@ -148,7 +184,7 @@ func (o outcome) quorumError(l *Lock, rounds int) *QuorumError {
 func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 	l, o := c.l, c.o
 	start := time.Now()
-	r := &round{out: make(chan reply, len(l.ms))}
+	r := newRound(len(l.ms))
 	replies, pending := c.collect(ctx, r, start)
 	out, grants := c.tally(replies, pending)
 
@@ -166,6 +202,7 @@ func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 	var h *Held
 	if ok {
 		h = newHeld(ctx, l, o, grants, fence, start, out.validity)
+		h.settled = r.done
 	} else {
 		out.released = c.releaseAll(grants)
 	}
@@ -216,6 +253,9 @@ func (c *call) collect(ctx context.Context, r *round, start time.Time) (replies 
 // closed Client answers ErrClosed at once.
 func (c *call) send(ctx context.Context, r *round, deadline time.Time) {
 	l := c.l
+	r.mu.Lock()
+	r.left = len(l.ms) // before the first attempt can be dealt with
+	r.mu.Unlock()
 	for i, m := range l.ms {
 		l.bg.Add(1)
 		if !bridge.Go(m.Client(), func() { c.attempt(ctx, r, i, deadline) }) {
