@@ -24,6 +24,10 @@ func init() {
 		return bridge.Options{Wait: o.wait, HasWait: o.hasWait, Lease: o.lease, Fenced: o.fenced, Ext: o.ext}, err
 	}
 	bridge.MutexErr = func(m any) error { return m.(*Mutex).err }
+	bridge.Go = func(c any, f func()) bool {
+		cl, _ := c.(*Client)
+		return cl.valid() && cl.lend(f)
+	}
 	bridge.Extend = func(f func(ext *any) error) any {
 		return Option(func(o *options) error { return f(&o.ext) })
 	}

@@ -39,7 +39,8 @@ type Client struct {
 
 	done    chan struct{} // closed by Close: waits end with ErrClosed
 	stopBg  context.CancelFunc
-	bg      sync.WaitGroup // the watchdog loop, the latch cleaner, the master follower
+	bg      sync.WaitGroup // the watchdog loop, the latch cleaner, the master follower, the workers
+	wk      workers        // goroutines lent to package multilock (workers.go)
 	latches chan string    // unlock latches to delete
 
 	recordMin  time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
@@ -471,7 +472,8 @@ func (c *Client) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	c.stopBg() // the latch cleaner deletes what is queued, then ends
+	c.wk.close() // busy workers end after their function
+	c.stopBg()   // the latch cleaner deletes what is queued, then ends
 	c.bg.Wait()
 	c.hub.Close()
 	if c.owned {

@@ -114,8 +114,11 @@ func TestPartialAcquisitionReleasedOnAllMasters(t *testing.T) {
 	if !errors.Is(err, multilock.ErrQuorum) {
 		t.Fatalf("TryLock against a holder of 3 of 5: %v, want ErrQuorum", err)
 	}
-	if len(rounds) != 1 || rounds[0].Granted != 2 || rounds[0].Refused != 3 {
-		t.Errorf("rounds %+v: want one with 2 granted, 3 refused", rounds)
+	// The round decides once three refused: the quorum is out of reach.
+	// Whatever granted by then is released by the round, what grants
+	// later by its sender.
+	if len(rounds) != 1 || rounds[0].Granted > 2 || rounds[0].Refused != 3 {
+		t.Errorf("rounds %+v: want one with 3 refused, at most 2 granted", rounds)
 	}
 	multilock.WaitBackground(l)
 	rs := raws(t, servers)
@@ -132,14 +135,19 @@ func TestValidityRunOut(t *testing.T) {
 	cs := clients(t, servers, lock.Config{})
 	n := name(t)
 	l := multilock.NewRedLock(mutexes(cs, n)...)
-	resume := pause(t, servers[4])
-	// The round waits the whole per-master timeout for the paused master,
-	// so elapsed >= 100ms, and validity = 400ms - elapsed - 300ms <= 0
-	// although a quorum granted.
+	// Every master's answer to the acquire is delayed 150ms, so
+	// elapsed >= 150ms, and validity = 2s - elapsed - 1.9s <= 0 although
+	// a quorum granted.
+	for _, s := range servers {
+		if _, err := s.Inject(integration.Rule{Match: integration.Command("EVALSHA").WithArg(n),
+			Action: integration.DelayReply(150 * time.Millisecond), Times: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var rounds []observe.Round
 	obs := &observe.Observer{Round: func(_ context.Context, e observe.Round) { rounds = append(rounds, e) }}
-	_, err := l.TryLock(bg(t), lock.Lease(400*time.Millisecond), multilock.Drift(0, 300*time.Millisecond),
-		multilock.PerMasterTimeout(100*time.Millisecond), multilock.Observe(obs))
+	_, err := l.TryLock(bg(t), lock.Lease(2*time.Second), multilock.Drift(0, 1900*time.Millisecond),
+		multilock.PerMasterTimeout(400*time.Millisecond), multilock.Observe(obs))
 	var qe *multilock.QuorumError
 	if !errors.As(err, &qe) || qe.Granted < 3 || qe.Validity > 0 {
 		t.Fatalf("TryLock: %v, want a *QuorumError with a quorum granted and no validity", err)
@@ -147,9 +155,8 @@ func TestValidityRunOut(t *testing.T) {
 	if len(rounds) != 1 || rounds[0].Acquired || rounds[0].Granted != qe.Granted {
 		t.Errorf("rounds %+v", rounds)
 	}
-	resume()
 	multilock.WaitBackground(l)
-	if on := exists(t, raws(t, servers[:4]), n); count(on) != 0 {
+	if on := exists(t, raws(t, servers), n); count(on) != 0 {
 		t.Errorf("key left on masters %v: the grants were not released", on)
 	}
 }
@@ -193,11 +200,14 @@ func TestMultiLockNeedsEveryMaster(t *testing.T) {
 func TestCancelledLockLeavesNothing(t *testing.T) {
 	n := name(t)
 	cs := clients(t, shared, lock.Config{})
-	holder, err := multilock.NewRedLock(mutexes(cs, n)...).Lock(bg(t))
+	hl := multilock.NewRedLock(mutexes(cs, n)...)
+	holder, err := hl.Lock(bg(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Unlock(context.Background())
+	// The holder's field on every master, before the other owner tries.
+	multilock.WaitBackground(hl)
 
 	other := clients(t, shared, lock.Config{})
 	l := multilock.NewRedLock(mutexes(other, n)...)

@@ -26,15 +26,20 @@
 //
 // # The algorithm
 //
-// A round sends the acquire script to every master in parallel and waits
-// for the answers up to the per-master timeout (PerMasterTimeout, much
-// shorter than the lease). It succeeds when a quorum granted and the
-// validity, lease − elapsed − drift (drift = lease × 0.01 + 2ms, see the
-// Drift option), is still positive. Otherwise it releases on every master
-// that granted — and an answer that comes after the round decided is
-// given back by its own goroutine, and an acquire whose reply was lost is
-// undone by package lock — then the call sleeps (see below) and tries
-// again, until TryLock's lock.Wait or the context runs out: ErrQuorum.
+// A round sends the acquire script to every master in parallel and
+// decides as soon as a quorum granted, or so many masters refused or
+// failed that a quorum can no longer grant, or at the per-master timeout
+// (PerMasterTimeout, much shorter than the lease). It succeeds when a
+// quorum granted and the validity, lease − elapsed − drift (drift =
+// lease × 0.01 + 2ms, see the Drift option), is still positive.
+// Otherwise it releases on every master that granted, then the call
+// sleeps (see below) and tries again, until TryLock's lock.Wait or the
+// context runs out: ErrQuorum. The attempts still out when the round
+// decided are not waited for: a grant that comes later joins the Held
+// while it is live (no Unlock begun, no loss), so that the lock is held on
+// every master that granted it, and is released otherwise (Held.Settled
+// is closed once every master answered); an acquire whose reply was lost
+// is undone by package lock.
 //
 // # Holding
 //
@@ -74,12 +79,14 @@
 //
 // # Background work
 //
-// A call starts one short-lived goroutine per master and round, and
-// waits for it up to the per-master timeout. One that takes longer — an
-// attempt on a stopped master, a release slower than the round waits —
-// finishes in the background and undoes what it did: an attempt is
-// bounded by its Client's CommandTimeout (twice, with package lock's
-// compensating release) and gives back a late grant; a release retries
-// until it succeeds or that master's watchdog declares the hold lost (at
-// most twice the lease). A Client's Close waits for those on its master.
+// A round's attempts, the releases of a failed round and Unlock's
+// releases run on workers of the masters' Clients (goroutines each
+// lock.Client keeps and joins on Close), not on goroutines started per
+// master and call. An attempt that outlives its round — on a stopped
+// master, say — finishes there and deals with what it got: a late grant
+// joins the Held or is given back; it is bounded by its Client's
+// CommandTimeout (twice, with package lock's compensating release). A
+// release retries until it succeeds or that master's watchdog declares
+// the hold lost (at most twice the lease). A Client's Close waits for
+// those on its master.
 package multilock

@@ -43,6 +43,9 @@ func ExampleNewRedLock() {
 		fmt.Println(err)
 		return
 	}
+	// Lock returns once a quorum granted; the masters that grant later
+	// join the acquisition. Settled: every master has answered.
+	<-h.Settled()
 	fmt.Printf("held on %d of %d masters, quorum %d\n", h.Masters(), l.Masters(), l.Quorum())
 
 	// The holder's context carries its owner: locking with it re-enters.
@@ -85,14 +88,16 @@ func ExampleLock_TryLock() {
 	var qe *multilock.QuorumError
 	fmt.Println(errors.Is(err, multilock.ErrQuorum), errors.Is(err, lock.ErrNotAcquired), errors.As(err, &qe))
 	if qe != nil {
-		fmt.Printf("%d of %d masters granted, %d needed\n", qe.Granted, qe.Masters, qe.Needed)
+		// Masters the holder's round had not heard from yet when it
+		// returned may grant this one: fewer than the quorum.
+		fmt.Printf("fewer than %d of %d masters granted: %v\n", qe.Needed, qe.Masters, qe.Granted < qe.Needed)
 	}
 	if err := h.Unlock(ctx); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
 	// true true true
-	// 0 of 5 masters granted, 3 needed
+	// fewer than 3 of 5 masters granted: true
 }
 
 func ExampleHeld_Fence() {

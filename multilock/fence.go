@@ -14,24 +14,37 @@ import (
 // each grant. One master's counter alone does not make a RedLock's tokens
 // increase: two successive quorums may share a single master, and the
 // other masters of the second quorum may be behind. So a round that has
-// its quorum takes the highest token among the grants, T, and raises
-// every master's counter to at least T (reentrant.RaiseFence: max, never
-// lower) before Lock returns, requiring a quorum of masters to be known
-// at T or above among the masters that GRANTED this acquisition: those
-// that granted T themselves, and granted ones whose raise succeeded.
-// Raises on masters that did not grant are sent too, but do not count: a
-// later acquisition's INCR there may land before the raise (nothing
-// orders them), while on a granted master the later grant needs this
-// hold's release, which the raise precedes on the same turn of events.
+// its quorum takes the highest token among the grants that decided it,
+// T, and raises every master's counter to at least T (reentrant.RaiseFence:
+// max, never lower) before Lock returns, requiring a quorum of masters to
+// be known at T or above among the masters whose grants decided the
+// round: those that granted T themselves, and deciding ones whose raise
+// succeeded. Raises on the other masters are sent too, but do not count:
+// on one that did not grant, a later acquisition's INCR may land before
+// the raise (nothing orders them), while on a deciding master the later
+// grant needs this hold's release, which the raise precedes on the same
+// turn of events. A grant that comes after the round decided (it joins
+// the Held, or is released) is not looked at: its master's counter may be
+// above T, which is harmless (counters need only be at least T), and its
+// raise does not count either.
 //
-// Why that suffices: any later acquisition's quorum shares at least one
-// master with this quorum-sized set; that master's counter is at least T,
-// and the later acquisition INCRs it, so its own maximum is above T. It
-// needs that master's counter to have survived: a master that restarts
-// without its data lost its counter. Writing T back to every master, not
-// only to a quorum, is what keeps tokens increasing when one master comes
-// back empty (more generally, while fewer masters lost their counters
-// than the later quorum shares with the masters that had T).
+// The grants that decided the round are the quorum's, plus any that came
+// in the same instant: the round decides as soon as a quorum granted, so T
+// is the highest counter of (about) a quorum of masters, not of every
+// master that grants. Before rounds decided at the quorum, a round whose
+// masters all granted took the highest counter of all of them, and tokens
+// kept increasing while any one master written at T kept its counter; that
+// margin is gone, and what is left is exactly the bound below.
+//
+// Why that suffices: any later acquisition's deciding quorum shares at
+// least one master with this quorum-sized set; that master's counter is
+// at least T, and the later acquisition INCRs it, so its own maximum is
+// above T. It needs that master's counter to have survived: a master that
+// restarts without its data lost its counter. Writing T back to every
+// master, not only to a quorum, is what keeps tokens increasing when one
+// master comes back empty: if the write-back reached W of the N masters
+// and f of those lost their counters, a later quorum of q still has an
+// intact one while f < W + q − N (docs/safety.md, section 3), and no more.
 
 // fence returns the token of a round that has its quorum, after writing
 // it back as above. Raises beyond the quorum finish in the background.

@@ -46,6 +46,10 @@ func TestFenceIncreasesAcrossClientsAndRestart(t *testing.T) {
 		take(a, "a")
 		take(b, "b")
 	}
+	// Every write-back of the last token has reached its master (raises
+	// beyond the quorum finish in the background), and no attempt is out.
+	multilock.WaitBackground(a)
+	multilock.WaitBackground(b)
 	// Master 0 comes back empty: its counter starts again from 0.
 	if err := servers[0].Restart(bg(t), integration.RestartOptions{KeepData: false}); err != nil {
 		t.Fatalf("restart: %v", err)
@@ -57,12 +61,14 @@ func TestFenceIncreasesAcrossClientsAndRestart(t *testing.T) {
 	multilock.WaitBackground(a)
 	multilock.WaitBackground(b)
 	// The highest token was written back to every master, the restarted
-	// one included.
+	// one included. A master may be above it: a grant that came after its
+	// round decided incremented its counter (and was released or joined
+	// that Held with a token of its own).
 	rs := raws(t, servers)
 	for i, rc := range rs {
 		v, err := rc.Do(bg(t), rc.B().Get().Key(reentrant.TokenName(n)).Build()).AsUint64()
-		if err != nil || v != last {
-			t.Errorf("master %d: counter %d, %v; want %d", i, v, err, last)
+		if err != nil || v < last {
+			t.Errorf("master %d: counter %d, %v; want at least %d", i, v, err, last)
 		}
 	}
 }
@@ -71,10 +77,13 @@ func TestFenceRaisesLaggingCounters(t *testing.T) {
 	cs := clients(t, shared, lock.Config{})
 	rs := raws(t, shared)
 	n := name(t)
-	// Master 3's counter is far ahead of the others (they lost writes,
-	// or it served other acquisitions).
-	if err := rs[3].Do(bg(t), rs[3].B().Set().Key(reentrant.TokenName(n)).Value("1000").Build()).Error(); err != nil {
-		t.Fatal(err)
+	// Masters 0, 1 and 2's counters are far ahead of the others (those
+	// lost writes): every quorum has one of them, whichever masters
+	// answer first.
+	for _, rc := range rs[:3] {
+		if err := rc.Do(bg(t), rc.B().Set().Key(reentrant.TokenName(n)).Value("1000").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l := multilock.NewRedLock(mutexes(cs, n)...)
 	h, err := l.TryLock(bg(t), lock.Fenced())
@@ -90,8 +99,9 @@ func TestFenceRaisesLaggingCounters(t *testing.T) {
 	multilock.WaitBackground(l)
 	for i, rc := range rs {
 		v, err := rc.Do(bg(t), rc.B().Get().Key(reentrant.TokenName(n)).Build()).AsUint64()
-		if err != nil || v != 1001 {
-			t.Errorf("master %d: counter %d, %v; want 1001", i, v, err)
+		// Above 1001 where a grant came after the round decided.
+		if err != nil || v < 1001 {
+			t.Errorf("master %d: counter %d, %v; want at least 1001", i, v, err)
 		}
 	}
 }

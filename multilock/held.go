@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
@@ -44,6 +45,8 @@ type Held struct {
 	expire    *time.Timer // ends an explicit lease's acquisition at its validity
 
 	unhold func() // ends the acquisition's record in the local queue's entry
+
+	settled <-chan struct{} // closed once the acquiring round's attempts are dealt with
 }
 
 // slot is the hold on one master.
@@ -75,6 +78,24 @@ func newHeld(ctx context.Context, l *Lock, o *options, grants []reply, fence uin
 	}
 	h.mu.Unlock()
 	return h
+}
+
+// adopt adds a grant that came after its round acquired, while the
+// acquisition is live (no Unlock begun, no loss, validity not over): the
+// master then counts among those that hold it, is released by Unlock, and
+// its loss counts against the quorum. It reports whether it did;
+// otherwise the caller releases the grant.
+func (h *Held) adopt(g reply) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.unlocking || h.unlocked || h.lost != nil {
+		return false
+	}
+	s := &slot{i: g.i, h: g.h}
+	h.slots = append(h.slots, s)
+	h.alive++
+	s.stop = context.AfterFunc(g.h.Context(), func() { h.masterEnded(s) })
+	return true
 }
 
 // validityEnded ends an acquisition taken with an explicit lease when its
@@ -209,6 +230,27 @@ func (h *Held) Masters() int {
 	return h.alive
 }
 
+// Settled is closed once every master the acquiring round asked has
+// answered, or its attempt has ended, and each grant that came after Lock
+// or TryLock returned has joined this acquisition or is being given back
+// (after Unlock began, or a loss): from then on Masters does not grow. Lock
+// returns as soon as a quorum granted, so Masters may grow until then; an
+// attempt on a master that does not answer ends within about twice its
+// Client's CommandTimeout. A nil or zero Held returns a closed channel.
+func (h *Held) Settled() <-chan struct{} {
+	if !h.valid() || h.settled == nil {
+		return closedChan
+	}
+	return h.settled
+}
+
+// closedChan is the Settled of a Held with nothing to wait for.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
 // Fence returns the fencing token of this acquisition when it was taken
 // with the Fenced option, 0 otherwise. Tokens of a name strictly increase
 // across acquisitions, re-entries included, whoever holds the lock, as
@@ -233,7 +275,7 @@ func (h *Held) Fence() uint64 {
 }
 
 // Unlock releases this acquisition on every master that still holds it,
-// in parallel: hold counts go down by one, and where they reach 0 the lock
+// in parallel (a grant still in flight is released when it comes): hold counts go down by one, and where they reach 0 the lock
 // is free and a waiter is woken. Each master's release is retried until
 // ctx ends (lock.Held.Unlock). Failures are joined, each naming its
 // master; a failed Unlock may be called again for the masters it could not
@@ -263,7 +305,16 @@ func (h *Held) Unlock(ctx context.Context) error {
 	errs := make([]error, len(todo))
 	var wg sync.WaitGroup
 	for k := 1; k < len(todo); k++ {
-		wg.Go(func() { errs[k] = todo[k].h.Unlock(ctx) })
+		// On the master's Client's worker; inline once it no longer
+		// lends (closed: the release returns at once).
+		wg.Add(1)
+		f := func() {
+			defer wg.Done()
+			errs[k] = todo[k].h.Unlock(ctx)
+		}
+		if !bridge.Go(h.l.ms[todo[k].i].Client(), f) {
+			f()
+		}
 	}
 	if len(todo) > 0 {
 		errs[0] = todo[0].h.Unlock(ctx)

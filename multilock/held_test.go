@@ -54,6 +54,9 @@ func TestReentryAcrossMasters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("re-entry through Held.Context(): %v", err)
 	}
+	// Both rounds returned once a quorum granted; the later grants join
+	// their Helds.
+	multilock.WaitBackground(l)
 	if inner.Owner() != outer.Owner() {
 		t.Errorf("re-entry owner %d, want %d", inner.Owner(), outer.Owner())
 	}
@@ -125,12 +128,22 @@ func (r *lossRecorder) wait(t *testing.T, addr string) {
 
 func TestQuorumLossCancelsHolder(t *testing.T) {
 	rec := newLossRecorder()
-	cs := clients(t, shared, lock.Config{WatchdogTimeout: 300 * time.Millisecond, Observer: rec.observer()})
+	// Renewals every 500ms find each DEL soon, and a loaded machine
+	// (renewals unanswered for a 300ms lease) loses no master on its own.
+	cs := clients(t, shared, lock.Config{WatchdogTimeout: 1500 * time.Millisecond, Observer: rec.observer()})
 	rs := raws(t, shared)
 	n := name(t)
-	h, err := multilock.NewRedLock(mutexes(cs, n)...).Lock(bg(t))
+	l := multilock.NewRedLock(mutexes(cs, n)...)
+	h, err := l.Lock(bg(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Lock returned once a quorum granted: wait for the other masters'
+	// grants to join h, so that none comes after a DEL below, re-creates
+	// the key and hides that master's loss.
+	multilock.WaitBackground(l)
+	if got := h.Masters(); got != 5 {
+		t.Fatalf("Masters() = %d once every master answered, want 5", got)
 	}
 	del := func(i int) {
 		if err := rs[i].Do(bg(t), rs[i].B().Del().Key(n).Build()).Error(); err != nil {
@@ -181,10 +194,15 @@ func TestPartitionLosesQuorum(t *testing.T) {
 	servers := integration.Masters(t, 5, integration.Options{})
 	cs := clients(t, servers, lock.Config{WatchdogTimeout: 300 * time.Millisecond})
 	n := name(t)
-	h, err := multilock.NewRedLock(mutexes(cs, n)...).Lock(bg(t))
+	l := multilock.NewRedLock(mutexes(cs, n)...)
+	h, err := l.Lock(bg(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every master's grant joins h before the partition (Lock returned
+	// once a quorum granted): the two left hold it, and Unlock releases
+	// them, not a worker after the check below.
+	multilock.WaitBackground(l)
 	// Renewals to three masters fail from now on: each is lost once its
 	// lease must have run out, and with the third the quorum is lost.
 	for _, s := range servers[:3] {
@@ -211,11 +229,13 @@ func TestPartitionLosesQuorum(t *testing.T) {
 
 func TestClientCloseCountsAsLoss(t *testing.T) {
 	cs := clients(t, shared[:3], lock.Config{})
-	h, err := multilock.NewRedLock(mutexes(cs, name(t))...).Lock(bg(t))
+	l := multilock.NewRedLock(mutexes(cs, name(t))...)
+	h, err := l.Lock(bg(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Unlock(context.Background())
+	multilock.WaitBackground(l) // held on all three: closing two loses the quorum
 	if err := cs[0].Close(bg(t)); err != nil {
 		t.Fatal(err)
 	}

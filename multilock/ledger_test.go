@@ -77,6 +77,10 @@ func TestReleaseFromOutsideCountsAsALoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Held on all three before the ForceUnlock (Lock returned once two
+	// granted): a late grant on master 0 would otherwise re-create what
+	// it deleted, one on another master come after the loss.
+	multilock.WaitBackground(l)
 	if _, err := cs[0].Mutex(n).ForceUnlock(bg(t)); err != nil {
 		t.Fatal(err)
 	}

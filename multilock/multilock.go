@@ -179,6 +179,8 @@ func (l *Lock) acquire(ctx context.Context, blocking bool, opts []lock.Option) (
 	a.c = newCall(l, o)
 	if !blocking {
 		a.deadline = time.Now().Add(o.wait)
+	}
+	if !blocking && o.wait > 0 { // without a wait, one round decides: nothing waits for expired
 		t := time.NewTimer(o.wait)
 		defer t.Stop()
 		a.expired = t.C

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
 )
@@ -19,9 +20,10 @@ var errInFlight = fmt.Errorf("%w: the previous attempt on this master is still u
 
 // call is the state of one Lock or TryLock call across its rounds.
 type call struct {
-	l    *Lock
-	o    *options
-	busy []chan struct{} // per master, a token held by the call's attempt there
+	l     *Lock
+	o     *options
+	busy  []chan struct{} // per master, a token held by the call's attempt there
+	timer *time.Timer     // the rounds' per-master timeout, made once per call
 }
 
 func newCall(l *Lock, o *options) *call {
@@ -41,22 +43,79 @@ type reply struct {
 	ttl     time.Duration // when refused: the holder's remaining lease, or -1
 }
 
-// round collects the replies of one round. A reply that comes after the
-// round decided is not counted: its sender gives a grant back itself.
+// round collects the replies of one round. It decides as soon as a
+// quorum granted, or can no longer grant, or at the per-master timeout;
+// the attempts still out then are not waited for. A reply that comes
+// after the round decided is not counted: once the round's outcome is
+// known (settle), a late grant joins the round's Held while that is live
+// (Held.adopt), and is released by its sender otherwise; one that comes
+// in between waits in late for settle.
+//
+// done is closed once every attempt sent has been delivered and dealt
+// with (a late grant adopted, or handed to its release) and settle has
+// adopted what waited in late: Held.Settled.
 type round struct {
 	mu      sync.Mutex
 	decided bool
+	settled bool
+	held    *Held      // the round's acquisition, once settled; nil if it failed
+	late    []reply    // grants that came after the decision, before settle
 	out     chan reply // buffered for every master: sends never block
+
+	left    int  // attempts sent and not yet dealt with
+	adopted bool // settle has dealt with late
+	ended   bool // done is closed
+	done    chan struct{}
 }
 
-func (r *round) deliver(rep reply) (counted bool) {
+func newRound(n int) *round {
+	return &round{out: make(chan reply, n), done: make(chan struct{})}
+}
+
+// dealt counts one delivered reply as dealt with (reply), or settle's
+// adoption of late as done (!reply), and closes done after the last.
+func (r *round) dealt(reply bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.decided {
-		return false
+	if reply {
+		r.left--
+	} else {
+		r.adopted = true
 	}
-	r.out <- rep
-	return true
+	end := r.left == 0 && r.adopted && !r.ended
+	r.ended = r.ended || end
+	r.mu.Unlock()
+	if end {
+		close(r.done)
+	}
+}
+
+// deliver hands one master's reply to the round, or, once the round
+// decided, deals with a grant itself: see round.
+func (r *round) deliver(c *call, rep reply) {
+	r.mu.Lock()
+	switch {
+	case !r.decided:
+		r.out <- rep
+		r.mu.Unlock()
+		r.dealt(true)
+		return
+	case rep.h == nil:
+		r.mu.Unlock()
+		r.dealt(true)
+		return
+	case !r.settled:
+		r.late = append(r.late, rep)
+		r.mu.Unlock()
+		r.dealt(true) // settle adopts or releases it
+		return
+	}
+	h := r.held
+	r.mu.Unlock()
+	adopted := h != nil && h.adopt(rep)
+	r.dealt(true)
+	if !adopted {
+		_ = c.release(rep.h)
+	}
 }
 
 // decide stops counting and returns the replies that came meanwhile.
@@ -72,6 +131,23 @@ func (r *round) decide(replies []reply) []reply {
 			return replies
 		}
 	}
+}
+
+// settle records the round's outcome, h (nil: it failed), and adopts or
+// releases the grants that came between the decision and now; the
+// releases run on the masters' workers.
+func (r *round) settle(c *call, h *Held) {
+	r.mu.Lock()
+	r.settled, r.held = true, h
+	late := r.late
+	r.late = nil
+	r.mu.Unlock()
+	for _, g := range late {
+		if h == nil || !h.adopt(g) {
+			c.background(g.i, func() { _ = c.release(g.h) })
+		}
+	}
+	r.dealt(false)
 }
 
 // outcome is a failed round, for the error and the wait after it.
@@ -99,14 +175,18 @@ func (o outcome) quorumError(l *Lock, rounds int) *QuorumError {
 }
 
 // round makes one attempt on every master in parallel and waits for the
-// answers until all came, the per-master timeout or ctx ends. It succeeds
-// when a quorum granted and validity (lease − elapsed − drift) is still
-// positive; otherwise it releases every grant, because an answer lost
-// after the write would leave a hold nobody knows of.
+// answers until a quorum granted, a quorum can no longer grant, the
+// per-master timeout or ctx ends. It succeeds when a quorum granted and
+// validity (lease − elapsed − drift) is still positive; otherwise it
+// releases every grant, because an answer lost after the write would
+// leave a hold nobody knows of. Grants that come later join the Held, or
+// are released when the round failed (see round).
 func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 	l, o := c.l, c.o
 	start := time.Now()
-	out, grants := c.tally(ctx, c.collect(ctx, start))
+	r := newRound(len(l.ms))
+	replies, pending := c.collect(ctx, r, start)
+	out, grants := c.tally(replies, pending)
 
 	var fence uint64
 	var ferr error
@@ -122,52 +202,90 @@ func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 	var h *Held
 	if ok {
 		h = newHeld(ctx, l, o, grants, fence, start, out.validity)
+		h.settled = r.done
 	} else {
 		out.released = c.releaseAll(grants)
 	}
+	r.settle(c, h)
 	c.observe(ctx, attempt, out, elapsed, ok)
 	return h, out
 }
 
 // collect starts the round's attempts, one per master, unless ctx ended,
-// and returns the replies that came until all did, the per-master
-// timeout or ctx ended; later ones are not counted.
-func (c *call) collect(ctx context.Context, start time.Time) []reply {
+// and returns the replies that came until the round could decide (a
+// quorum granted, or can no longer grant), the per-master timeout or ctx
+// ended; later ones are not counted. pending says why the masters that
+// did not answer are counted as failed.
+func (c *call) collect(ctx context.Context, r *round, start time.Time) (replies []reply, pending error) {
 	l, o := c.l, c.o
 	n := len(l.ms)
-	r := &round{out: make(chan reply, n)}
-	mctx := context.WithoutCancel(ctx) // per-master holds end only by Unlock or loss
-	replies := make([]reply, 0, n)
-	if ctx.Err() == nil {
-		for i := range l.ms {
-			l.bg.Add(1)
-			go c.attempt(mctx, r, i, start.Add(o.perMaster))
-		}
+	replies = make([]reply, 0, n)
+	if ctx.Err() != nil {
+		return r.decide(replies), fmt.Errorf("abandoned: %w", ctx.Err())
 	}
-	// Wait for every answer, even once the quorum is out of reach: a
-	// failed round then leaves no grant of ours behind on a master that
-	// answers in time.
-	timer := time.NewTimer(o.perMaster)
-collect:
-	for len(replies) < n {
+	c.send(context.WithoutCancel(ctx), r, start.Add(o.perMaster)) // per-master holds end only by Unlock or loss
+	if c.timer == nil {
+		c.timer = time.NewTimer(o.perMaster)
+	} else {
+		c.timer.Reset(o.perMaster)
+	}
+	defer c.timer.Stop()
+	pending = fmt.Errorf("%w: still unanswered when the round decided", lock.ErrUnavailable)
+	granted := 0
+	for len(replies) < n && granted < l.quorum && len(replies)-granted <= n-l.quorum {
 		select {
 		case rep := <-r.out:
 			replies = append(replies, rep)
-		case <-timer.C:
-			break collect
+			if rep.h != nil {
+				granted++
+			}
+		case <-c.timer.C:
+			return r.decide(replies), fmt.Errorf("%w: no answer within the per-master timeout %v", lock.ErrUnavailable, o.perMaster)
 		case <-ctx.Done():
-			break collect
+			return r.decide(replies), fmt.Errorf("abandoned: %w", ctx.Err())
 		}
 	}
-	timer.Stop()
-	return r.decide(replies)
+	return r.decide(replies), pending
+}
+
+// send starts an attempt on every master, each on a worker of its
+// master's Client (no goroutine is started per master and round); a
+// closed Client answers ErrClosed at once.
+func (c *call) send(ctx context.Context, r *round, deadline time.Time) {
+	l := c.l
+	r.mu.Lock()
+	r.left = len(l.ms) // before the first attempt can be dealt with
+	r.mu.Unlock()
+	for i, m := range l.ms {
+		l.bg.Add(1)
+		if !bridge.Go(m.Client(), func() { c.attempt(ctx, r, i, deadline) }) {
+			l.bg.Done()
+			r.deliver(c, reply{i: i, err: lock.ErrClosed, ttl: -1})
+		}
+	}
+}
+
+// background runs f, a call's cleanup on the i-th master, on a worker of
+// that master's Client, counted in l.bg; inline when the Client no
+// longer lends (closed: f returns at once).
+func (c *call) background(i int, f func()) {
+	l := c.l
+	l.bg.Add(1)
+	g := func() {
+		defer l.bg.Done()
+		f()
+	}
+	if !bridge.Go(l.ms[i].Client(), g) {
+		g()
+	}
 }
 
 // tally sorts a round's replies into its grants and the outcome of the
 // round should it fail: counts, the refusing holders' leases, and an
-// error naming every master that did not grant, answered or not.
-func (c *call) tally(ctx context.Context, replies []reply) (outcome, []reply) {
-	l, o := c.l, c.o
+// error naming every master that did not grant, answered (its error) or
+// not (pending).
+func (c *call) tally(replies []reply, pending error) (outcome, []reply) {
+	l := c.l
 	n := len(l.ms)
 	var out outcome
 	out.ttl = -1
@@ -189,14 +307,11 @@ func (c *call) tally(ctx context.Context, replies []reply) (outcome, []reply) {
 		}
 		out.errs = append(out.errs, l.onMaster(rep.i, "acquire", rep.err))
 	}
-	for i, ok := range answered {
-		switch {
-		case ok:
-		case ctx.Err() != nil:
-			out.errs = append(out.errs, l.onMaster(i, "acquire", fmt.Errorf("abandoned: %w", ctx.Err())))
-		default:
-			out.errs = append(out.errs, l.onMaster(i, "acquire", fmt.Errorf(
-				"%w: no answer within the per-master timeout %v", lock.ErrUnavailable, o.perMaster)))
+	if len(grants) < l.quorum {
+		for i, ok := range answered {
+			if !ok {
+				out.errs = append(out.errs, l.onMaster(i, "acquire", pending))
+			}
 		}
 	}
 	out.granted = len(grants)
@@ -217,63 +332,66 @@ func (c *call) observe(ctx context.Context, attempt int, out outcome, elapsed ti
 	o.obs.Round(ctx, e)
 }
 
-// attempt tries the i-th master once. A grant that comes after the round
-// decided is released here; the master is free for this call's next
-// attempt only then.
+// attempt tries the i-th master once, on a worker, and hands the reply
+// to the round (which, once decided, gives a grant to the round's Held
+// or back). The master is free for this call's next attempt only then.
 func (c *call) attempt(ctx context.Context, r *round, i int, deadline time.Time) {
 	l := c.l
 	defer l.bg.Done()
-	select {
-	case c.busy[i] <- struct{}{}:
-	default: // an earlier round's attempt is still out: wait for it
-		t := time.NewTimer(time.Until(deadline))
-		select {
-		case c.busy[i] <- struct{}{}:
-			t.Stop()
-		case <-t.C:
-			r.deliver(reply{i: i, err: errInFlight, ttl: -1})
-			return
-		}
+	if !c.take(i, deadline) {
+		r.deliver(c, reply{i: i, err: errInFlight, ttl: -1})
+		return
 	}
 	defer func() { <-c.busy[i] }()
-	m := l.ms[i]
-	h, err := m.TryLock(ctx, c.o.mopts...)
+	h, err := l.ms[i].TryLock(ctx, c.o.mopts...)
 	rep := reply{i: i, h: h, err: err, ttl: -1}
-	if err != nil && errors.Is(err, lock.ErrNotAcquired) {
-		// ctx never ends (see collect): ErrNotAcquired means another owner
-		// holds it. Its remaining lease bounds the sleep before the next
-		// round when no unlock message comes.
-		rep.refused = true
-		qctx, cancel := context.WithDeadline(ctx, deadline)
-		if ttl, err := m.RemainingTTL(qctx); err == nil {
-			rep.ttl = ttl
+	// ctx never ends (see collect): a *ConflictError means another owner
+	// holds it, and carries its remaining lease, which bounds the sleep
+	// before the next round when no unlock message comes. Other errors
+	// (an unreachable master) are failures, not refusals.
+	if ce, ok := errors.AsType[*lock.ConflictError](err); ok {
+		rep.refused, rep.ttl = true, ce.TTL
+		if ce.TTL < 0 {
+			rep.ttl = lock.NoExpiry
 		}
-		cancel()
 	}
-	if !r.deliver(rep) && h != nil {
-		_ = c.release(h)
+	r.deliver(c, rep)
+}
+
+// take waits for the i-th master's token until deadline: an earlier
+// round's attempt there may still be out. It reports whether it got it.
+func (c *call) take(i int, deadline time.Time) bool {
+	select {
+	case c.busy[i] <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case c.busy[i] <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 
 // releaseAll gives back the grants of a failed round, on all their
-// masters in parallel, and waits for them up to the per-master timeout;
+// masters in parallel (on their Clients' workers), and waits for them up to the per-master timeout;
 // slower releases finish in the background. It returns the masters
 // released on.
 func (c *call) releaseAll(grants []reply) []int {
 	if len(grants) == 0 {
 		return nil
 	}
-	l := c.l
 	done := make(chan struct{}, len(grants))
 	idx := make([]int, len(grants))
 	for k, g := range grants {
 		idx[k] = g.i
-		l.bg.Add(1)
-		go func() {
-			defer l.bg.Done()
+		c.background(g.i, func() {
 			_ = c.release(g.h)
 			done <- struct{}{}
-		}()
+		})
 	}
 	t := time.NewTimer(c.o.perMaster)
 	defer t.Stop()

@@ -16,10 +16,14 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 	n := name(t)
 	// Default watchdog: the holder's lease is renewed for 30s, so only an
 	// unlock message can end the waiter's sleep before then.
-	holder, err := multilock.NewRedLock(mutexes(clients(t, shared, lock.Config{}), n)...).Lock(bg(t))
+	hl := multilock.NewRedLock(mutexes(clients(t, shared, lock.Config{}), n)...)
+	holder, err := hl.Lock(bg(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Held on every master (Lock returned once a quorum granted): the
+	// waiter's first rounds are refused everywhere.
+	multilock.WaitBackground(hl)
 	l := multilock.NewRedLock(mutexes(clients(t, shared, lock.Config{}), n)...)
 
 	var (

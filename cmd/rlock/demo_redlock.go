@@ -207,7 +207,7 @@ func (w *redLockWorker) round(ctx context.Context, tl *timeline, st *demoStats, 
 	switch {
 	case killer:
 		var kept int
-		if hit, kept, err = w.kill(h, k); err != nil {
+		if hit, kept, err = w.kill(ctx, h, k); err != nil {
 			st.leave()
 			return errors.Join(err, h.Unlock(ctx))
 		}
@@ -242,7 +242,17 @@ func (w *redLockWorker) round(ctx context.Context, tl *timeline, st *demoStats, 
 // when they are more than the quorum, else one not holding it, so that
 // the holder keeps a majority either way. It reports whether the master
 // killed held h, and on how many masters alive h is held.
-func (w *redLockWorker) kill(h *multilock.Held, k *demoKill) (hit bool, kept int, err error) {
+//
+// TryLock returned once a quorum granted; the other masters' grants join
+// h as they come. kill chooses once h is settled (every master answered),
+// so that no grant joins h between the hold counts read below and the
+// kill: h is held on exactly the masters where its count is above 0.
+func (w *redLockWorker) kill(ctx context.Context, h *multilock.Held, k *demoKill) (hit bool, kept int, err error) {
+	select {
+	case <-h.Settled():
+	case <-ctx.Done():
+		return false, 0, ctx.Err()
+	}
 	var mine, others []int
 	for i, m := range w.ms {
 		n, err := m.HoldCount(h.Context())
@@ -263,6 +273,9 @@ func (w *redLockWorker) kill(h *multilock.Held, k *demoKill) (hit bool, kept int
 		i = others[len(others)-1]
 	default:
 		return false, 0, fmt.Errorf("held on %d of %d masters, quorum %d: no master to kill", len(mine), len(w.ms), w.l.Quorum())
+	}
+	if len(mine) != h.Masters() {
+		return false, 0, fmt.Errorf("held on %d masters, its hold counts found on %d: no safe choice", h.Masters(), len(mine))
 	}
 	k.mrs[i].Close()
 	k.index, k.addr = i+1, w.cs[i].Addr()

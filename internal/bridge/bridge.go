@@ -46,3 +46,9 @@ var Extend func(f func(ext *any) error) any
 // MutexErr returns the error every call of the *lock.Mutex m reports
 // because of how it was made (a bad name), or nil.
 var MutexErr func(m any) error
+
+// Go runs f on one of the *lock.Client c's workers, long-lived goroutines
+// that Client owns and joins on Close, and reports whether it could:
+// false for a nil or zero Client and once Close stopped lending (f is not
+// run then).
+var Go func(c any, f func()) bool

@@ -1,0 +1,125 @@
+package lock
+
+import (
+	"sync"
+	"time"
+)
+
+// Workers: goroutines the Client lends to package multilock (through
+// internal/bridge.Go), so that a multi-master lock's round sends its
+// per-master calls without starting a goroutine per master per call.
+//
+// A worker runs one function at a time. Idle workers wait on a stack,
+// the most recently parked first, so that the few a steady load needs
+// stay warm (their stacks already grown); one idle for workerIdle ends.
+// A function lent when no worker is idle starts one.
+//
+// The Client owns them: Close, after the calls in flight ended and the
+// holds were released, stops lending and ends the idle workers; a busy
+// one ends after its function, which sees the Client closed (ErrClosed).
+// Close then joins them with its other background goroutines (c.bg).
+// workers.mu guards idle and closed; a worker's channel has one sender,
+// whoever popped it from idle.
+
+// workerIdle is how long an idle worker waits for work before it ends.
+const workerIdle = 30 * time.Second
+
+type workers struct {
+	mu     sync.Mutex
+	idle   []*worker
+	closed bool
+	stop   chan struct{} // closed by Close: idle workers end
+}
+
+type worker struct {
+	work chan func() // buffer 1: the sender never waits
+}
+
+// lend runs f on one of the Client's workers and reports whether it
+// could: false once Close has stopped lending (f is not run).
+func (c *Client) lend(f func()) bool {
+	wk := &c.wk
+	wk.mu.Lock()
+	if wk.closed {
+		wk.mu.Unlock()
+		return false
+	}
+	var w *worker
+	if n := len(wk.idle); n > 0 {
+		w = wk.idle[n-1]
+		wk.idle[n-1] = nil
+		wk.idle = wk.idle[:n-1]
+	} else {
+		if wk.stop == nil {
+			wk.stop = make(chan struct{})
+		}
+		w = &worker{work: make(chan func(), 1)}
+		c.bg.Add(1) // before Close's c.bg.Wait: it sets closed first
+		go c.worker(w, wk.stop)
+	}
+	wk.mu.Unlock()
+	w.work <- f
+	return true
+}
+
+// worker runs the functions sent to w until it was idle for workerIdle
+// or Close stopped lending.
+func (c *Client) worker(w *worker, stop <-chan struct{}) {
+	defer c.bg.Done()
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		select {
+		case f := <-w.work:
+			f()
+			if !c.wk.park(w) {
+				return
+			}
+			t.Reset(workerIdle)
+		case <-t.C:
+			if c.wk.leave(w) {
+				return
+			}
+		case <-stop:
+			if c.wk.leave(w) {
+				return
+			}
+			stop = nil // popped meanwhile: its function is on the way
+		}
+	}
+}
+
+// park puts w back among the idle workers; false once lending stopped.
+func (wk *workers) park(w *worker) bool {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	if wk.closed {
+		return false
+	}
+	wk.idle = append(wk.idle, w)
+	return true
+}
+
+// leave takes w out of the idle workers; false when it is not among them
+// (popped by lend: a function is on the way).
+func (wk *workers) leave(w *worker) bool {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	for k, x := range wk.idle {
+		if x == w {
+			wk.idle = append(wk.idle[:k], wk.idle[k+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// close stops lending and ends the idle workers.
+func (wk *workers) close() {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	wk.closed = true
+	if wk.stop != nil {
+		close(wk.stop)
+	}
+}
