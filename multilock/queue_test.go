@@ -69,7 +69,10 @@ func rounds(as []*attempts) int64 {
 // two free masters.
 func TestRedLockWaitersSleepWhileQuorumOutOfReach(t *testing.T) {
 	n := name(t)
-	const lease = 400 * time.Millisecond // the holder's, renewed by its watchdog
+	// The holder's, renewed by its watchdog every 400 ms: a busy machine
+	// stalled a 400 ms lease's renewals long enough to lose it, and the
+	// waiters then rightly acquired.
+	const lease = 1200 * time.Millisecond
 	const wait = time.Second
 	for _, c := range clients(t, shared[:3], lock.Config{WatchdogTimeout: lease}) {
 		if _, err := c.Mutex(n).Lock(bg(t)); err != nil {
