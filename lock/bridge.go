@@ -24,6 +24,13 @@ func init() {
 		return bridge.Options{Wait: o.wait, HasWait: o.hasWait, Lease: o.lease, Fenced: o.fenced, Ext: o.ext}, err
 	}
 	bridge.MutexErr = func(m any) error { return m.(*Mutex).err }
+	bridge.SpinSleeper = func(m any) func() time.Duration {
+		mu, _ := m.(*Mutex)
+		if mu == nil || mu.spin == nil {
+			return nil
+		}
+		return newSpinPolicy(*mu.spin).sleep
+	}
 	bridge.Go = func(c any, f func()) bool {
 		cl, _ := c.(*Client)
 		return cl.valid() && cl.lend(f)

@@ -64,7 +64,9 @@
 // quorum out of reach, the head sleeps until enough of the masters that
 // refused it sent an unlock message (lock.Mutex.Watch), or until the
 // leases it saw there run out; the other masters' messages do not wake
-// it. Rounds that failed for another reason (a slow or failed master)
+// it. The exception is a lock with a spin lock member
+// (lock.Client.SpinMutex), whose releases publish nothing: its head polls
+// at the member's backoff. Rounds that failed for another reason (a slow or failed master)
 // retry after a random delay, and so do rounds that collided with other
 // contenders woken by the same release.
 //

@@ -175,7 +175,7 @@ func (l *Lock) acquire(ctx context.Context, blocking bool, opts []lock.Option) (
 	// not land on a later round's grant there as if it were the same hold.
 	// It re-enters only when its owner holds this lock on some master,
 	// not merely because its ctx carries an owner.
-	a := &acquirer{l: l, o: o, reenter: l.heldBy(ctx), ctx: ctx, base: ctx, out: outcome{ttl: -1}}
+	a := &acquirer{l: l, o: o, reenter: l.heldBy(ctx), ctx: ctx, base: ctx, out: outcome{ttl: -1}, spin: l.spinSleeper()}
 	a.c = newCall(l, o)
 	if !blocking {
 		a.deadline = time.Now().Add(o.wait)
@@ -229,6 +229,7 @@ type acquirer struct {
 	bo    *backoff.ExponentialBackOff // after a round the quorum was in reach of
 	split *backoff.ExponentialBackOff // after rounds that collided with other contenders
 	woken observe.WakeReason          // what ended the last sleep
+	spin  func() time.Duration        // a spin lock member's next poll, nil without one
 }
 
 // run is acquire's loop: the call's turn in the queue, a round, and the
@@ -378,6 +379,12 @@ func (a *acquirer) plan(left time.Duration) sleep {
 		s.listen = l.canonical(out.refusers)
 		s.need = max(out.refused-(len(l.ms)-l.quorum), 1)
 		s.d, s.reason = a.ws.leasesEnd(l, out, s.need), observe.WakeTimeout
+		if a.spin != nil {
+			// Spin lock members publish nothing on release: poll.
+			if d := a.spin(); d < s.d {
+				s.d, s.reason = d, observe.WakePoll
+			}
+		}
 	} else {
 		if a.bo == nil {
 			a.bo = newBackOff()
@@ -469,4 +476,15 @@ func (l *Lock) onMaster(i int, op string, err error) error {
 		return err
 	}
 	return &lock.MasterError{Addr: l.addrs[i], Op: op, Err: err}
+}
+
+// spinSleeper returns a new sequence of poll sleeps when some master's
+// Mutex is a spin lock (lock.Client.SpinMutex), nil otherwise.
+func (l *Lock) spinSleeper() func() time.Duration {
+	for _, m := range l.ms {
+		if s := bridge.SpinSleeper(m); s != nil {
+			return s
+		}
+	}
+	return nil
 }

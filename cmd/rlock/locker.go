@@ -72,7 +72,7 @@ type lockerConfig struct {
 	masters         []lock.Config
 	all             bool // several masters: every one must grant (MultiLock)
 	name            string
-	spin            bool              // Redisson's spin lock (one master only)
+	spin            bool              // Redisson's spin lock on every master
 	watchdogTimeout time.Duration     // 0: lock.DefaultWatchdogTimeout
 	observer        *observe.Observer // every Client's; nil: none
 }
@@ -101,9 +101,6 @@ func checkLocker(cfg lockerConfig) error {
 			}
 			seen[a] = true
 		}
-	}
-	if cfg.spin && len(cfg.masters) > 1 {
-		return usagef("--spin takes one master: a RedLock or MultiLock of spin locks is not supported")
 	}
 	return nil
 }

@@ -103,6 +103,9 @@ func newMultiLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	ms := make([]*lock.Mutex, len(up))
 	for i, c := range up {
 		ms[i] = c.Mutex(cfg.name)
+		if cfg.spin {
+			ms[i] = c.SpinMutex(cfg.name, lock.SpinBackoff{})
+		}
 	}
 	switch {
 	case cfg.all || len(up)/2+1 < need:

@@ -138,7 +138,7 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs.BoolVar(&o.verbose, "verbose", false, "say who holds the lock while waiting (at the start and every 5s), how long acquiring took, the command's start and end, and the settings of --redisson-config not used")
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of rlock's own but usage errors: only the command's output (the exit status tells the rest)")
 	fs.BoolVar(&o.noFence, "no-fence", false, "take no fencing token: no INCR of the token key (a key without TTL per lock name), no $"+envFence)
-	fs.BoolVar(&o.spin, "spin", false, "take Redisson's spin lock (getSpinLock): the same lock as without --spin, but its release publishes no unlock message and rlock waits by polling (1 ms doubling to 128 ms) instead of subscribing; one master only")
+	fs.BoolVar(&o.spin, "spin", false, "take Redisson's spin lock (getSpinLock): the same lock as without --spin, but its release publishes no unlock message and rlock waits by polling (1 ms doubling to 128 ms) instead of subscribing (with several masters, on each)")
 	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward SIGINT and SIGQUIT from the terminal, and systemd's SIGTERM, although the command got them too")
 	registerTrace(fs, &o.trace)
 	return fs

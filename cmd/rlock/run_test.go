@@ -385,7 +385,7 @@ func TestRunBadUsage(t *testing.T) {
 // TestRunSpin: --spin takes Redisson's spin lock. rlock waits by polling
 // (its attempts reach the server while it never subscribes), gets the
 // lock after a spin holder's release that published nothing, and with
-// several masters --spin is a usage error.
+// several masters takes a RedLock of spin locks.
 func TestRunSpin(t *testing.T) {
 	srv := newServer(t, integration.Options{})
 	c := newClient(t, srv.Addr(), lock.Config{})
@@ -425,9 +425,10 @@ func TestRunSpin(t *testing.T) {
 	if exists(t, c, name) {
 		t.Fatal("the lock key remains after rlock run exited")
 	}
-	other := newServer(t, integration.Options{})
-	r := runRlock(t, "run", "--addr", srv.Addr()+","+other.Addr(), "--name", name, "--spin", "--", "true")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "--spin") {
-		t.Fatalf("--spin with two masters: exit %d, want %d naming --spin; stderr: %s", r.code, exitUsage, r.stderr)
+	// A RedLock of spin locks over three masters: taken and released.
+	others := []string{srv.Addr(), newServer(t, integration.Options{}).Addr(), newServer(t, integration.Options{}).Addr()}
+	r := runRlock(t, "run", "--addr", strings.Join(others, ","), "--name", name, "--spin", "--no-fence", "--", "echo", "redlock")
+	if r.code != 0 || r.stdout != "redlock\n" {
+		t.Fatalf("--spin with three masters: exit %d, stdout %q; stderr: %s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -52,3 +52,10 @@ var MutexErr func(m any) error
 // false for a nil or zero Client and once Close stopped lending (f is not
 // run then).
 var Go func(c any, f func()) bool
+
+// SpinSleeper returns, for a *lock.Mutex m that is a spin lock, a new
+// sequence of the sleeps its waiter takes between attempts (Redisson's
+// backoff, one sequence per call), and nil for any other Mutex: a
+// multi-master lock of spin locks polls their masters at that pace, since
+// their releases publish nothing.
+var SpinSleeper func(m any) func() time.Duration
