@@ -110,19 +110,7 @@ func TestRedissonExcludesRlockAndBack(t *testing.T) {
 func TestUnlockPublishesRedissonMessage(t *testing.T) {
 	c := newClient(t, lock.Config{})
 	n := name(t)
-	sub := raw(t)
-	msgs := make(chan rueidis.PubSubMessage, 4)
-	subscribed := make(chan struct{})
-	ctx, cancel := context.WithCancel(bg())
-	done := make(chan error, 1)
-	go func() {
-		done <- sub.Receive(rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
-			if s.Kind == "subscribe" {
-				close(subscribed)
-			}
-		}), sub.B().Subscribe().Channel("redisson_lock__channel:{"+n+"}").Build(), func(m rueidis.PubSubMessage) { msgs <- m })
-	}()
-	<-subscribed
+	msgs := subscribe(t, "redisson_lock__channel:{"+n+"}")
 
 	m := c.Mutex(n)
 	h, err := m.Lock(bg())
@@ -148,8 +136,6 @@ func TestUnlockPublishesRedissonMessage(t *testing.T) {
 		t.Fatalf("unexpected message %q (the inner unlock must publish nothing)", extra.Message)
 	default:
 	}
-	cancel()
-	<-done
 }
 
 // The latch: a release retried with the same request id returns the first
@@ -218,4 +204,26 @@ func TestUnlockRetriedAfterTimeoutNeverDecrementsTwice(t *testing.T) {
 	default:
 	}
 	must(t, h.Unlock(bg()))
+}
+
+// subscribe subscribes a connection of its own to channel and returns its
+// messages, once the server confirmed the subscription; it unsubscribes
+// when the test ends.
+func subscribe(t *testing.T, channel string) <-chan rueidis.PubSubMessage {
+	t.Helper()
+	sub := raw(t)
+	msgs := make(chan rueidis.PubSubMessage, 16)
+	subscribed := make(chan struct{})
+	ctx, cancel := context.WithCancel(bg())
+	done := make(chan error, 1)
+	go func() {
+		done <- sub.Receive(rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+			if s.Kind == "subscribe" {
+				close(subscribed)
+			}
+		}), sub.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) { msgs <- m })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	<-subscribed
+	return msgs
 }

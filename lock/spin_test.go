@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	rs "github.com/rlock-go/rlock/internal/redissonstandin"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
@@ -26,20 +24,7 @@ func TestSpinMutexPublishesNothingAndPolls(t *testing.T) {
 	n := name(t)
 	channel := reentrant.ChannelName(n)
 
-	sub := raw(t)
-	msgs := make(chan rueidis.PubSubMessage, 4)
-	subscribed := make(chan struct{})
-	ctx, cancel := context.WithCancel(bg())
-	done := make(chan error, 1)
-	go func() {
-		done <- sub.Receive(rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
-			if s.Kind == "subscribe" {
-				close(subscribed)
-			}
-		}), sub.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) { msgs <- m })
-	}()
-	defer func() { cancel(); <-done }()
-	<-subscribed
+	msgs := subscribe(t, channel)
 
 	h, err := holder.SpinMutex(n, lock.SpinBackoff{}).Lock(bg())
 	must(t, err)
