@@ -129,13 +129,16 @@ func (h *Held) Owner() uint64 {
 }
 
 // finish ends the hold locally with cause (nil: a plain Unlock). The
-// first end is the one that counts.
+// first end is the one that counts, for Unlock and for the context: a
+// later end cancels with the first one's cause too, since it may reach
+// the context first.
 func (h *Held) finish(cause error) {
 	h.mu.Lock()
 	if !h.done {
 		h.done = true
 		h.reason = cause
 	}
+	cause = h.reason
 	cancel := h.cancel // nil until context is called: it then cancels its new context
 	h.mu.Unlock()
 	if cancel != nil {

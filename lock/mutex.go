@@ -540,6 +540,7 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		return outcome{}, join(ErrNotAcquired, err)
 	}
 	defer l.give()
+	l.spin = o.spin
 	if o.once && c.holds(l) {
 		// Checked holding the turn: two goroutines of one owner cannot
 		// both pass it.
@@ -749,7 +750,7 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 // flight. A lost answer leaves the release unsettled, for a settler.
 func (c *Client) giveBack(ctx context.Context, l *ledger) error {
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
-		RequestID: reentrant.NewRequestID(), Publish: c.publish, LatchTTL: c.recordTTL()}
+		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
 	sent := time.Now()
 	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
 	defer cancel()

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 )
 
@@ -31,7 +32,9 @@ func (c *ownerCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-func (c *ownerCtx) String() string { return "lock.WithOwner" }
+func (c *ownerCtx) String() string {
+	return fmt.Sprintf("%v.WithOwner(%d)", c.Context, c.owner)
+}
 
 func withOwner(ctx context.Context, owner uint64) context.Context {
 	if ctx == nil {

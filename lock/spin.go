@@ -67,6 +67,10 @@ func (p *spinPolicy) sleep() time.Duration {
 		return d
 	}
 	p.fails++
+	if d > p.b.Max/time.Duration(p.b.Multiplier) {
+		p.next = p.b.Max // the product would pass Max (or overflow)
+		return d
+	}
 	p.next = d*time.Duration(p.b.Multiplier) + time.Duration(rand.IntN(p.fails))*time.Millisecond
 	p.next = min(p.next, p.b.Max)
 	return d
@@ -78,10 +82,13 @@ func (p *spinPolicy) sleep() time.Duration {
 // no unlock message and its waiters subscribe to nothing: they try again
 // after each sleep of b. It costs one request per sleep per waiting
 // process (this Client's waiters for the name queue behind one), and
-// saves the pub/sub fan-out of a lock with many waiting processes. A Java
-// service's getLock waiters on the same name are not woken by its
-// releases; they wait for the holder's lease to run out, so use the same
-// kind on both sides. A bad b is reported by every method, as ErrInvalid.
+// saves the pub/sub fan-out of a lock with many waiting processes.
+// Waiters of the plain kind on the same name (Mutex in another process,
+// a Java service's getLock) are not woken by its releases: they wait for
+// the holder's lease to run out. Use one kind per name everywhere: within
+// one Client, waiters of both kinds share the name's queue, and an owner
+// holding both kinds publishes by the kind of the hold it releases last.
+// A bad b is reported by every method, as ErrInvalid.
 func (c *Client) SpinMutex(name string, b SpinBackoff) *Mutex {
 	m := c.Mutex(name)
 	if m.err != nil {

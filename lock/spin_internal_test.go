@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -42,6 +43,23 @@ func TestSpinPolicySleeps(t *testing.T) {
 	for range 5 {
 		if d := p.sleep(); d != 64*time.Millisecond {
 			t.Fatalf("constant sleep %v", d)
+		}
+	}
+}
+
+// A Multiplier so large that the next sleep's product would overflow
+// saturates at Max: the sleeps never turn zero or negative (hot polling).
+// (An independent review found 18 of 50 sleeps at zero or below.)
+func TestSpinPolicyLargeMultiplierSaturates(t *testing.T) {
+	b, err := SpinBackoff{Initial: time.Millisecond, Max: 100 * time.Millisecond, Multiplier: math.MaxInt64}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newSpinPolicy(b)
+	for i := range 50 {
+		d := p.sleep()
+		if want := b.Max; i > 0 && d != want || i == 0 && d != b.Initial {
+			t.Fatalf("sleep %d = %v, want Initial then Max", i, d)
 		}
 	}
 }

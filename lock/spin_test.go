@@ -13,7 +13,7 @@ import (
 )
 
 // A spin lock has the plain lock's layout (the hash, its field and count,
-// the lease), its release sets the unlock latch and publishes nothing, and
+// the lease), its release and force unlock publish nothing, and
 // its waiter in another process subscribes to nothing: it polls, and gets
 // the lock after the release with no message.
 func TestSpinMutexPublishesNothingAndPolls(t *testing.T) {
@@ -58,8 +58,17 @@ func TestSpinMutexPublishesNothingAndPolls(t *testing.T) {
 	if wc.count(observe.WakeMessage) != 0 {
 		t.Fatal("the spin waiter was woken by a message")
 	}
-	// Nothing was published by either release: the first message on the
-	// channel is the test's own.
+	// A spin lock's ForceUnlock only deletes, as Redisson's.
+	h, err = holder.SpinMutex(n, lock.SpinBackoff{}).Lock(bg())
+	must(t, err)
+	if ok, err := holder.SpinMutex(n, lock.SpinBackoff{}).ForceUnlock(bg()); err != nil || !ok {
+		t.Fatalf("ForceUnlock = %v, %v", ok, err)
+	}
+	if err := h.Unlock(bg()); err == nil {
+		t.Fatal("Unlock after ForceUnlock succeeded")
+	}
+	// Nothing was published by the releases nor the force unlock: the
+	// first message on the channel is the test's own.
 	must(t, do(t, rc, "PUBLISH", channel, "marker").Error())
 	if m := <-msgs; m.Message != "marker" {
 		t.Fatalf("a spin lock's release published %q", m.Message)

@@ -1,8 +1,11 @@
 -- Redisson RLock force unlock. KEYS[1] lock name, KEYS[2] channel;
--- ARGV[1] unlock message, ARGV[2] publish command.
+-- ARGV[1] unlock message, ARGV[2] publish command (empty: publish nothing,
+-- as Redisson's spin lock).
 -- Returns 1 when a lock was deleted (and waiters told), else 0.
 if redis.call('del', KEYS[1]) == 1 then
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    if ARGV[2] ~= '' then
+        redis.call(ARGV[2], KEYS[2], ARGV[1])
+    end
     return 1
 end
 return 0
