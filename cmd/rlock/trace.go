@@ -106,7 +106,9 @@ func (t *tracer) flush() {
 //     "rlock run" span, so the run joins the caller's trace;
 //   - out: the command gets TRACEPARENT (and TRACESTATE) of rlock's
 //     rlock.hold span — for several masters, that of the first master in
-//     --addr order that granted the lock — so that its own spans nest
+//     --addr order among those that had granted the lock when its round
+//     decided (a later grant joins the hold, not the command's context) —
+//     so that its own spans nest
 //     under the hold. Untraced (no exporter), the hold span is the
 //     caller's context passed through, or nothing: then the command gets
 //     rlock's TRACEPARENT unchanged.
