@@ -538,12 +538,8 @@ func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
 // closeRelease sends one of Close's releases of l, holding the turn, and
 // applies its answer.
 func (c *Client) closeRelease(ctx context.Context, l *ledger, helds []*Held, lost <-chan struct{}) error {
-	publish := c.publish
-	if len(helds) > 0 && helds[len(helds)-1].spin {
-		publish = ""
-	}
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
-		RequestID: reentrant.NewRequestID(), Publish: publish, LatchTTL: c.recordTTL()}
+		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
 	start := time.Now()
 	res, _, err := c.sendRelease(ctx, r, lost)
 	if c.obs != nil && c.obs.Release != nil && len(helds) > 0 {

@@ -33,7 +33,6 @@ type Held struct {
 	lease   time.Duration // its lease (WatchdogTimeout when renewed)
 	reentry bool
 	renew   bool // taken without Lease: the watchdog renews it
-	spin    bool // a spin lock's: its release publishes nothing
 
 	mu     sync.Mutex
 	done   bool  // ended
@@ -258,7 +257,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		defer c.wd.End(entry)
 	}
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(h.spin), LatchTTL: c.recordTTL()}
+		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
 	sent := time.Now()
 	var (
 		res      reentrant.ReleaseResult

@@ -50,7 +50,7 @@ type ledger struct {
 
 	waiters int32 // guarded by tmu: takes that may send on turn (it is kept while any is)
 	keep    bool  // guarded by Client.mu: an unsettled request is recorded, never drop the ledger
-	spin    bool  // guarded by the turn: the last acquisition was a spin lock's (its give-backs publish nothing)
+	spin    bool  // guarded by the turn: the last acquisition was a spin lock's (its releases publish nothing)
 }
 
 // request is a count-changing request whose answer was lost.
@@ -213,7 +213,7 @@ func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
 	lease := c.leaseAfter(l, h)
 	c.mu.Unlock()
 	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(h.spin), LatchTTL: c.recordTTL()}
+		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
 	sent := time.Now()
 	res, _, err := c.sendRelease(ctx, r, h.context().Done())
 	if err != nil {

@@ -69,7 +69,7 @@ type options struct {
 	hasWait bool
 	lease   time.Duration
 	fenced  bool
-	spin    bool // a SpinMutex's: its Held's release publishes nothing
+	spin    bool // a SpinMutex's: the field's releases publish nothing
 	once    bool // a NonReentrantMutex's: an owner that holds may not acquire again
 	// ext holds the settings of package multilock's options (through
 	// internal/bridge); a Mutex refuses them.
@@ -727,7 +727,7 @@ func (c *Client) known(ctx context.Context, l *ledger, fenced bool) int {
 // re-entry.
 func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
 	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
-		reentry: res.Count > 1, renew: o.lease == 0, lease: lease, spin: o.spin}
+		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
 	c.mu.Lock()
 	first := l.entry == nil
 	l.helds = append(l.helds, held)

@@ -87,7 +87,7 @@ func (p *spinPolicy) sleep() time.Duration {
 // a Java service's getLock) are not woken by its releases: they wait for
 // the holder's lease to run out. Use one kind per name everywhere: within
 // one Client, waiters of both kinds share the name's queue, and an owner
-// holding both kinds publishes by the kind of the hold it releases last.
+// that took both kinds publishes by the kind it acquired last.
 // A bad b is reported by every method, as ErrInvalid.
 func (c *Client) SpinMutex(name string, b SpinBackoff) *Mutex {
 	m := c.Mutex(name)

@@ -144,7 +144,7 @@ func TestConnectionFlags(t *testing.T) {
 func TestRedissonConfigFlags(t *testing.T) {
 	clearEnv(t)
 	t.Setenv(envPassword, "from-env")
-	t.Setenv(envAddr, "10.9.9.9:6379")
+	t.Setenv(envAddr, "127.0.0.10:6379")
 	sentinel := writeFile(t, "sentinel.yaml", `sentinelServersConfig:
   masterName: orders
   sentinelAddresses: ["redis://127.0.0.1:26379", "redis://127.0.0.2:26379"]
