@@ -538,8 +538,7 @@ func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
 // closeRelease sends one of Close's releases of l, holding the turn, and
 // applies its answer.
 func (c *Client) closeRelease(ctx context.Context, l *ledger, helds []*Held, lost <-chan struct{}) error {
-	r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
-		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
+	r := c.newRelease(l, c.cfg.WatchdogTimeout)
 	start := time.Now()
 	res, _, err := c.sendRelease(ctx, r, lost)
 	if c.obs != nil && c.obs.Release != nil && len(helds) > 0 {

@@ -256,8 +256,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		}
 		defer c.wd.End(entry)
 	}
-	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
+	r := c.newRelease(l, lease)
 	sent := time.Now()
 	var (
 		res      reentrant.ReleaseResult

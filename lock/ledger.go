@@ -50,7 +50,7 @@ type ledger struct {
 
 	waiters int32 // guarded by tmu: takes that may send on turn (it is kept while any is)
 	keep    bool  // guarded by Client.mu: an unsettled request is recorded, never drop the ledger
-	spin    bool  // guarded by the turn: the last acquisition was a spin lock's (its releases publish nothing)
+	kind    kind  // guarded by the turn: the last acquisition's kind, which the field's releases follow
 }
 
 // request is a count-changing request whose answer was lost.
@@ -212,8 +212,7 @@ func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
 	c.mu.Lock()
 	lease := c.leaseAfter(l, h)
 	c.mu.Unlock()
-	r := reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
+	r := c.newRelease(l, lease)
 	sent := time.Now()
 	res, _, err := c.sendRelease(ctx, r, h.context().Done())
 	if err != nil {
@@ -400,8 +399,7 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 	n := len(l.helds)
 	c.mu.Unlock()
 	for n == 0 && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
-		r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
-			RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
+		r := c.newRelease(l, c.cfg.WatchdogTimeout)
 		res, _, err := c.sendRelease(ctx, r, nil)
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {

@@ -25,6 +25,7 @@ type Mutex struct {
 	name string
 	err  error        // a bad name, reported by every method
 	spin *SpinBackoff // a spin lock's (SpinMutex), else nil
+	kind kind         // the protocol: scripts, channel, waiting
 	once bool         // not reentrant (NonReentrantMutex)
 }
 
@@ -69,7 +70,7 @@ type options struct {
 	hasWait bool
 	lease   time.Duration
 	fenced  bool
-	spin    bool // a SpinMutex's: the field's releases publish nothing
+	kind    kind // the Mutex's: the field's releases follow the last acquisition's
 	once    bool // a NonReentrantMutex's: an owner that holds may not acquire again
 	// ext holds the settings of package multilock's options (through
 	// internal/bridge); a Mutex refuses them.
@@ -186,7 +187,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	if err != nil {
 		return nil, err
 	}
-	o.spin, o.once = m.spin != nil, m.once
+	o.kind, o.once = m.kind, m.once
 	c := m.c
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -540,7 +541,7 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		return outcome{}, join(ErrNotAcquired, err)
 	}
 	defer l.give()
-	l.spin = o.spin
+	l.kind = o.kind
 	if o.once && c.holds(l) {
 		// Checked holding the turn: two goroutines of one owner cannot
 		// both pass it.
@@ -749,8 +750,7 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 // Lock whose ctx ended (or whose Client closed) while its request was in
 // flight. A lost answer leaves the release unsettled, for a settler.
 func (c *Client) giveBack(ctx context.Context, l *ledger) error {
-	r := reentrant.Release{Name: l.name, Field: l.field, Lease: c.cfg.WatchdogTimeout,
-		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.spin), LatchTTL: c.recordTTL()}
+	r := c.newRelease(l, c.cfg.WatchdogTimeout)
 	sent := time.Now()
 	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
 	defer cancel()

@@ -99,17 +99,8 @@ func (c *Client) SpinMutex(name string, b SpinBackoff) *Mutex {
 		m.err = err
 		return m
 	}
-	m.spin = &b
+	m.spin, m.kind = &b, kindSpin
 	return m
-}
-
-// publishFor returns the publish command of a release of a hold taken by
-// a Mutex of this kind: none for a spin lock.
-func (c *Client) publishFor(spin bool) string {
-	if spin {
-		return ""
-	}
-	return c.publish
 }
 
 // poll sleeps a spin lock's waiter before its next attempt: the policy's
