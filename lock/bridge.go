@@ -26,10 +26,19 @@ func init() {
 	bridge.MutexErr = func(m any) error { return m.(*Mutex).err }
 	bridge.SpinSleeper = func(m any) func() time.Duration {
 		mu, _ := m.(*Mutex)
-		if mu == nil || mu.spin == nil {
+		switch {
+		case mu == nil:
 			return nil
+		case mu.spin != nil:
+			return newSpinPolicy(*mu.spin).sleep
+		case mu.kind == kindFair:
+			// A multi-master lock's member never joins a fair lock's
+			// queue (its attempts are one-shot), so no release wakes it:
+			// it polls, at Redisson's spin backoff.
+			b, _ := SpinBackoff{}.withDefaults()
+			return newSpinPolicy(b).sleep
 		}
-		return newSpinPolicy(*mu.spin).sleep
+		return nil
 	}
 	bridge.Go = func(c any, f func()) bool {
 		cl, _ := c.(*Client)

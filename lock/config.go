@@ -13,6 +13,9 @@ import (
 const (
 	DefaultAddr            = "127.0.0.1:6379"
 	DefaultWatchdogTimeout = 30 * time.Second // Redisson's lockWatchdogTimeout
+	// DefaultFairLockWaitTimeout is Redisson's fairLockWaitTimeout: see
+	// Config.FairLockWaitTimeout.
+	DefaultFairLockWaitTimeout = 5 * time.Minute
 	// MinLease is the shortest lease accepted: below it, a lease is shorter
 	// than a round trip on a loaded network and Redis's own expiry
 	// granularity.
@@ -117,6 +120,15 @@ type Config struct {
 	// WatchdogTimeout/4 when shorter); it must be less than half of
 	// WatchdogTimeout; negative: no check (checkLockSyncedSlaves false).
 	ReplicaSyncTimeout time.Duration
+	// FairLockWaitTimeout is how long a waiter of a fair lock (FairMutex)
+	// keeps its place in the queue beyond the wait of the one ahead of
+	// it, when it does not come back (Redisson's fairLockWaitTimeout, the
+	// fair lock's threadWaitTime): a waiter that died is pruned after it.
+	// A TryLock with a Wait option queues with that wait instead, as
+	// Redisson's tryLock(waitTime, ...) does. Default 5 minutes,
+	// Redisson's; Java and Go services on the same fair locks should use
+	// the same.
+	FairLockWaitTimeout time.Duration
 	// NameMapper maps every lock name before it becomes a key, as a
 	// Redisson nameMapper does: Client.Mutex(name) is the lock
 	// NameMapper(name), whose key, unlock channel, latch and token names
@@ -204,6 +216,12 @@ func (c *Config) timing() error {
 	if c.CommandTimeout+c.RenewInterval >= c.WatchdogTimeout {
 		return invalidf("CommandTimeout %v + RenewInterval %v must be less than WatchdogTimeout %v: a renewal could be answered after the lease it extends ran out",
 			c.CommandTimeout, c.RenewInterval, c.WatchdogTimeout)
+	}
+	if c.FairLockWaitTimeout == 0 {
+		c.FairLockWaitTimeout = DefaultFairLockWaitTimeout
+	}
+	if c.FairLockWaitTimeout < 0 {
+		return invalidf("negative FairLockWaitTimeout %v", c.FairLockWaitTimeout)
 	}
 	if c.ReplicaSyncTimeout == 0 {
 		c.ReplicaSyncTimeout = min(defaultReplicaSyncTimeout, c.WatchdogTimeout/4)

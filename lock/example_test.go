@@ -290,3 +290,34 @@ func ExampleClient_NonReentrantMutex() {
 	}
 	// Output: re-entry refused: true
 }
+
+// A fair lock (Redisson's getFairLock): waiters of every process, Java
+// and Go alike, join one queue in Redis and are granted the lock in the
+// order they came; one that gives up leaves the queue.
+func ExampleClient_FairMutex() {
+	ctx := context.Background()
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		if err := c.Close(ctx); err != nil {
+			fmt.Println(err)
+		}
+	}()
+	m := c.FairMutex("example:ledger")
+	h, err := m.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Another owner queues behind the holder for 50 ms, then leaves.
+	_, err = m.TryLock(ctx, lock.Wait(50*time.Millisecond))
+	fmt.Println("the second owner waited in the queue and gave up:", errors.Is(err, lock.ErrNotAcquired))
+	if err := h.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Output: the second owner waited in the queue and gave up: true
+}

@@ -15,7 +15,16 @@ type kind uint8
 const (
 	kindPlain kind = iota // getLock, getFencedLock, getNonReentrantLock
 	kindSpin              // getSpinLock: the plain scripts; releases publish nothing
+	kindFair              // getFairLock: a queue in Redis; releases wake its head
 )
+
+// scripts returns the reentrant kind of k's scripts.
+func (k kind) scripts() reentrant.Kind {
+	if k == kindFair {
+		return reentrant.Fair
+	}
+	return reentrant.Plain
+}
 
 // publishFor returns the publish command of a release of a hold taken by
 // a Mutex of kind k: none for a spin lock.
@@ -30,5 +39,5 @@ func (c *Client) publishFor(k kind) string {
 // acquisition; the caller holds l's turn.
 func (c *Client) newRelease(l *ledger, lease time.Duration) reentrant.Release {
 	return reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.kind), LatchTTL: c.recordTTL()}
+		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.kind), LatchTTL: c.recordTTL(), Kind: l.kind.scripts()}
 }

@@ -51,6 +51,21 @@ type ledger struct {
 	waiters int32 // guarded by tmu: takes that may send on turn (it is kept while any is)
 	keep    bool  // guarded by Client.mu: an unsettled request is recorded, never drop the ledger
 	kind    kind  // guarded by the turn: the last acquisition's kind, which the field's releases follow
+
+	// fair is the field's place in a fair lock's queue (FairMutex),
+	// made by its first request that joins the queue; guarded by the turn.
+	fair *fairLedger
+}
+
+// fairLedger is a field's place in a fair lock's queue in Redis: how many
+// of its acquisitions may be queued (goroutines sharing an owner share
+// the one place), the wait it last joined with, and whether it must leave
+// (the last of them gave up; it leaves once no request of the field may
+// still run). Guarded by the ledger's turn.
+type fairLedger struct {
+	queued int32
+	leave  bool
+	wait   time.Duration
 }
 
 // request is a count-changing request whose answer was lost.
@@ -358,7 +373,12 @@ func (a answered) Unwrap() error { return a.err }
 // caller that left it has returned. The goroutine waits for the turn like
 // any other user, and gives up when the Client closes; the request then
 // stays recorded and the next operation of the field settles it.
-func (c *Client) settleLater(l *ledger) {
+func (c *Client) settleLater(l *ledger) { c.later(l, nil) }
+
+// later is settleLater, which also sends the field's pending leave of a
+// fair lock's queue once settled, first uncounting fw (a fair acquisition
+// that gave up without the turn) when not nil.
+func (c *Client) later(l *ledger, fw *fairWait) {
 	c.useLedger(l)
 	c.settling.Add(1)
 	go func() {
@@ -369,7 +389,16 @@ func (c *Client) settleLater(l *ledger) {
 			return
 		}
 		defer l.give()
+		if fw != nil && fw.queued {
+			l.leftFair(fw)
+			c.setLeave(l, l.fair.queued == 0)
+		}
 		if l.unsettled == nil {
+			if l.leaving() {
+				hctx, cancel := context.WithTimeout(ctx, c.cfg.WatchdogTimeout+c.cfg.CommandTimeout)
+				defer cancel()
+				_ = c.leaveNow(hctx, l)
+			}
 			return
 		}
 		// Until the request's lease must have run out (and a little
@@ -388,6 +417,7 @@ func (c *Client) settleLater(l *ledger) {
 				return
 			}
 		}
+		_ = c.leaveNow(hctx, l)
 		c.releaseStrays(hctx, l)
 	}()
 }
@@ -477,6 +507,6 @@ func (c *Client) queueLatch(r reentrant.Release) {
 func (c *Client) setUnsettled(l *ledger, u *request) {
 	l.unsettled = u
 	c.mu.Lock()
-	l.keep = u != nil
+	l.keep = u != nil || l.leaving()
 	c.mu.Unlock()
 }

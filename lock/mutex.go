@@ -75,6 +75,9 @@ type options struct {
 	// ext holds the settings of package multilock's options (through
 	// internal/bridge); a Mutex refuses them.
 	ext any
+	// fair is a waiting fair acquisition's place in the queue: its
+	// requests ask to join it (nil: they never do).
+	fair *fairWait
 }
 
 // Wait makes TryLock wait up to d for the lock (default 0: one attempt).
@@ -188,6 +191,9 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 		return nil, err
 	}
 	o.kind, o.once = m.kind, m.once
+	if o.kind == kindFair && o.fenced {
+		return nil, invalidf("Fenced with a fair lock: Redisson has no fenced fair lock")
+	}
 	c := m.c
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -240,6 +246,9 @@ func (a *acquisition) try() (outcome, error) {
 // else in the queue of this Client's waiters for the name.
 func (a *acquisition) run() (held *Held, err error) {
 	m, c := a.m, a.c
+	if m.kind == kindFair {
+		return a.runFair()
+	}
 	if held, done, err := a.direct(); done {
 		return held, err
 	}
@@ -576,7 +585,12 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
 	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
-		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name)}
+		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name),
+		Kind: o.kind.scripts(), Wait: c.cfg.FairLockWaitTimeout}
+	if o.fair != nil {
+		req.Queue, req.Wait = true, o.fair.wait
+		l.joinFair(o.fair)
+	}
 	sent := time.Now()
 	res, sends, err := m.send(ctx, l, req, sent)
 	if err != nil {
@@ -597,6 +611,7 @@ func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options,
 		return outcome{}, false, masterErr(c.errAt(m.name), "acquire", fmt.Errorf("%w: a new request was cancelled", reentrant.ErrUnexpectedReply))
 	}
 	l.count = res.Count
+	l.leftFair(o.fair) // granted: out of the queue
 	late := time.Since(sent) >= lease-c.wd.Margin(lease)
 	// With replicas, the hold counts once one acknowledged it: a WAIT
 	// that timed out, or one after a copy sent again (the copy that ran

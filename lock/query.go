@@ -99,7 +99,15 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	defer c.exit()
 	qctx, cancel := c.cmdCtx(ctx)
-	deleted, err := reentrant.ForceUnlock(qctx, c.rc, m.name, c.publishFor(m.kind)) // a spin lock's: Redisson's spin forceUnlock only deletes
+	var (
+		deleted bool
+		err     error
+	)
+	if m.kind == kindFair {
+		deleted, err = reentrant.ForceUnlockFair(qctx, c.rc, m.name, c.publish)
+	} else {
+		deleted, err = reentrant.ForceUnlock(qctx, c.rc, m.name, c.publishFor(m.kind)) // a spin lock's: Redisson's spin forceUnlock only deletes
+	}
 	cancel()
 	if err != nil {
 		return false, join(masterErr(c.errAt(m.name), "force unlock", err), ctx.Err())

@@ -64,9 +64,13 @@
 // quorum out of reach, the head sleeps until enough of the masters that
 // refused it sent an unlock message (lock.Mutex.Watch), or until the
 // leases it saw there run out; the other masters' messages do not wake
-// it. The exception is a lock with a spin lock member
-// (lock.Client.SpinMutex), whose releases publish nothing: its head polls
-// at the member's backoff. Rounds that failed for another reason (a slow or failed master)
+// it. The exceptions are a lock with a spin lock member
+// (lock.Client.SpinMutex), whose releases publish nothing, and one with a
+// fair lock member (lock.Client.FairMutex), whose releases wake only the
+// fair queue's head: its head polls at the member's (or Redisson's
+// default) spin backoff. A multi-master lock's attempts never join a fair
+// lock's queue (they are one-shot, as TryLock without lock.Wait), so a
+// lock of fair locks excludes but is not granted in FIFO order. Rounds that failed for another reason (a slow or failed master)
 // retry after a random delay, and so do rounds that collided with other
 // contenders woken by the same release.
 //

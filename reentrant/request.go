@@ -53,6 +53,12 @@ type AcquireRequest struct {
 	RequestID string // NewRequestID(), kept across retries
 	Fenced    bool   // take a fencing token (Redisson's RFencedLock counter)
 	Sync      Sync   // wait for replicas (see Sync); Acked in the result
+	// Kind selects the scripts: Plain, or Fair, which takes Wait (the
+	// waiter's timeout in the queue, Redisson's threadWaitTime) and Queue
+	// (join the queue when the lock cannot be had; Fenced is not offered).
+	Kind  Kind
+	Wait  time.Duration
+	Queue bool
 }
 
 // AcquireResult is the answer to an AcquireRequest.
@@ -68,10 +74,17 @@ type AcquireResult struct {
 	// Acked is how many replicas acknowledged the request (Sync); -1
 	// when none was asked or the answer is not known.
 	Acked int
+	// Position is a fair lock's waiter's place in the queue when Busy (1
+	// the head; 0 not queued). TTL is then, when the lock is free, the
+	// time until the head's timeout.
+	Position int
 }
 
 // Run sends the request once (with r.Sync, followed by WAIT).
 func (r AcquireRequest) Run(ctx context.Context, c rueidis.Client) (AcquireResult, error) {
+	if r.Kind == Fair {
+		return r.runFair(ctx, c)
+	}
 	fenced := "0"
 	if r.Fenced {
 		fenced = "1"
@@ -94,7 +107,7 @@ func parseAcquire(res rueidis.RedisResult) (AcquireResult, error) {
 	}
 	switch vals[0] {
 	case 0:
-		return AcquireResult{Status: Busy, TTL: time.Duration(vals[1]) * time.Millisecond}, nil
+		return AcquireResult{Status: Busy, TTL: time.Duration(vals[1]) * time.Millisecond, Position: int(vals[2])}, nil
 	case 1:
 		return AcquireResult{Status: Acquired, Count: int(vals[1]), Token: uint64(vals[2])}, nil
 	case 2:

@@ -29,7 +29,9 @@ client id "<host>-<pid>-<random>" its host and pid), its remaining TTL,
 whether it has Redisson's layout (a hash of "<client id>:<integer>"
 fields with integer hold counts), its unlock channel and how many
 connections are subscribed to it (clients waiting for it), and the fenced
-lock's token when redisson_lock_token:{NAME} exists. It only reads.
+lock's token when redisson_lock_token:{NAME} exists, and a fair lock's
+queue (Redisson's getFairLock: redisson_lock_queue:{NAME}) with each
+waiter's remaining timeout. It only reads.
 
 Warnings (lines "warning:", or "warnings" in JSON) flag a lock whose key
 has no TTL (it never expires: blocking waiters wait forever), several
@@ -86,8 +88,14 @@ type lockInfo struct {
 	// FenceToken is the fenced lock's last token; null when the token key
 	// does not exist.
 	FenceToken *int64 `json:"fence_token"`
+	// QueueKey and FairQueue are a fair lock's (Redisson's getFairLock)
+	// queue key and its waiters in order; both omitted when nobody waits
+	// in such a queue.
+	QueueKey  string   `json:"queue_key,omitempty"`
+	FairQueue []waiter `json:"fair_queue,omitempty"`
 	// Warnings flag what is wrong with the lock: no TTL, several
-	// holders, a layout rlock cannot read, not a lock at all.
+	// holders, a layout rlock cannot read, not a lock at all, a fair
+	// queue's timed-out head.
 	Warnings []string `json:"warnings"`
 }
 
@@ -260,7 +268,10 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 		b.Get().Key(info.TokenKey).Build(),
 		b.PubsubNumsub().Channel(info.Channel).Build(),
 		b.PubsubShardnumsub().Channel(info.Channel).Build(),
+		b.Lrange().Key(reentrant.FairQueueName(name)).Start(0).Stop(-1).Build(),
+		b.Zrange().Key(reentrant.FairTimeoutName(name)).Min("0").Max("-1").Withscores().Build(),
 	)
+	now := time.Now()
 	if info.Type, err = res[0].ToString(); err != nil {
 		return nil, fmt.Errorf("TYPE %s on %s: %w", name, addr, err)
 	}
@@ -302,7 +313,16 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 	} else if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
 		return nil, fmt.Errorf("PUBSUB SHARDNUMSUB on %s: %w", addr, err)
 	} // else: unknown subcommand, Redis < 7
+	if q, err := fairQueue(res[6], res[7], now); err == nil && len(q) > 0 {
+		info.QueueKey, info.FairQueue = reentrant.FairQueueName(name), q
+	} else if err != nil {
+		if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
+			return nil, fmt.Errorf("LRANGE %s on %s: %w", reentrant.FairQueueName(name), addr, err)
+		}
+		// WRONGTYPE: not a fair queue; reported as absent.
+	}
 	warn(info)
+	warnFair(info)
 	return info, nil
 }
 
@@ -393,6 +413,7 @@ func printInfo(w io.Writer, info *lockInfo) {
 			fmt.Fprintf(tw, "    \tfield %s\n", h.Field)
 		}
 	}
+	printFair(tw, info)
 	fmt.Fprintf(tw, "  channel:\t%s\n", info.Channel)
 	shard := "n/a (Redis < 7)"
 	if info.ShardSubscribers != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/reentrant"
@@ -301,4 +302,80 @@ func TestInspectShowsHost(t *testing.T) {
 	s.signal(syscall.SIGTERM)
 	s.expectLine("got TERM")
 	s.wait()
+}
+
+// A fair lock's queue is shown in order with each waiter's remaining
+// timeout; a timed-out head of a free lock is warned about.
+func TestInspectFairQueue(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	name := lockName(t)
+	ctx := context.Background()
+	m := c.FairMutex(name)
+	h, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := c.Redis()
+	queued := func() int64 {
+		n, err := rc.Do(ctx, rc.B().Llen().Key("redisson_lock_queue:{"+name+"}").Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	var owners []string
+	done := make(chan error, 2)
+	for i := range 2 {
+		octx := lock.WithOwner(wctx)
+		o, _ := lock.OwnerFrom(octx)
+		owners = append(owners, strconv.FormatUint(o, 10))
+		go func() {
+			_, err := m.Lock(octx)
+			done <- err
+		}()
+		waitFor(t, "a waiter to queue", func() bool { return queued() == int64(i+1) })
+	}
+	info := inspectJSON(t, srv.Addr(), name)
+	if info.QueueKey != "redisson_lock_queue:{"+name+"}" || len(info.FairQueue) != 2 {
+		t.Fatalf("queue %q: %+v", info.QueueKey, info.FairQueue)
+	}
+	for i, w := range info.FairQueue {
+		if w.OwnerID != owners[i] || w.ClientID != c.ID() {
+			t.Fatalf("waiter %d is %s:%s, want %s:%s", i, w.ClientID, w.OwnerID, c.ID(), owners[i])
+		}
+		// 5 minutes beyond the one ahead (the first: beyond the 30 s lease).
+		lo, hi := int64(i)*300000+300000, int64(i)*300000+330000
+		if w.TimeoutMillis == nil || *w.TimeoutMillis <= lo-5000 || *w.TimeoutMillis > hi {
+			t.Fatalf("waiter %d timeout %v ms, want in (%d, %d]", i, w.TimeoutMillis, lo-5000, hi)
+		}
+	}
+	r := runRlock(t, "inspect", "--addr", srv.Addr(), name)
+	if !strings.Contains(r.stdout, "2 waiting, in order") || !strings.Contains(r.stdout, "owner "+owners[1]) {
+		t.Fatalf("text output lacks the queue:\n%s", r.stdout)
+	}
+	cancel()
+	for range 2 {
+		if err := <-done; err == nil {
+			t.Fatal("a cancelled waiter got the lock")
+		}
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A hand-written stale head of a free lock.
+	for _, cmd := range []rueidis.Completed{
+		rc.B().Rpush().Key("redisson_lock_queue:{" + name + "}").Element("gone:1").Build(),
+		rc.B().Zadd().Key("redisson_lock_timeout:{"+name+"}").ScoreMember().ScoreMember(float64(time.Now().Add(-time.Minute).UnixMilli()), "gone:1").Build(),
+	} {
+		if err := rc.Do(ctx, cmd).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info = inspectJSON(t, srv.Addr(), name)
+	if len(info.Warnings) != 1 || !strings.Contains(info.Warnings[0], "timed out") {
+		t.Fatalf("warnings %q, want the stale head's", info.Warnings)
+	}
 }

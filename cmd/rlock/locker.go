@@ -73,6 +73,7 @@ type lockerConfig struct {
 	all             bool // several masters: every one must grant (MultiLock)
 	name            string
 	spin            bool              // Redisson's spin lock on every master
+	fair            bool              // Redisson's fair lock on every master
 	watchdogTimeout time.Duration     // 0: lock.DefaultWatchdogTimeout
 	observer        *observe.Observer // every Client's; nil: none
 }
@@ -121,11 +122,18 @@ func newLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := c.Mutex(cfg.name)
-	if cfg.spin {
-		m = c.SpinMutex(cfg.name, lock.SpinBackoff{})
+	return &singleLocker{c: c, m: cfg.mutex(c), name: cfg.name}, nil
+}
+
+// mutex is the lock of cfg's kind on c.
+func (cfg lockerConfig) mutex(c *lock.Client) *lock.Mutex {
+	switch {
+	case cfg.spin:
+		return c.SpinMutex(cfg.name, lock.SpinBackoff{})
+	case cfg.fair:
+		return c.FairMutex(cfg.name)
 	}
-	return &singleLocker{c: c, m: m, name: cfg.name}, nil
+	return c.Mutex(cfg.name)
 }
 
 // lostCause returns why the hold of ctx ended, once it has: the cause

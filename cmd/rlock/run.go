@@ -122,6 +122,7 @@ type runOptions struct {
 	quiet           bool
 	noFence         bool
 	spin            bool
+	fair            bool
 	forwardAll      bool
 }
 
@@ -139,6 +140,7 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs.BoolVar(&o.quiet, "quiet", false, "print nothing of rlock's own but usage errors: only the command's output (the exit status tells the rest)")
 	fs.BoolVar(&o.noFence, "no-fence", false, "take no fencing token: no INCR of the token key (a key without TTL per lock name), no $"+envFence)
 	fs.BoolVar(&o.spin, "spin", false, "take Redisson's spin lock (getSpinLock): the same lock as without --spin, but its release publishes no unlock message and rlock waits by polling (1 ms doubling to 128 ms) instead of subscribing (with several masters, on each)")
+	fs.BoolVar(&o.fair, "fair", false, "take Redisson's fair lock (getFairLock): waiters, Java and Go, queue in Redis and get the lock in the order they came; implies --no-fence (Redisson has no fenced fair lock). With several masters the RedLock's attempts do not queue: it polls")
 	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward SIGINT and SIGQUIT from the terminal, and systemd's SIGTERM, although the command got them too")
 	registerTrace(fs, &o.trace)
 	return fs
@@ -169,7 +171,10 @@ func runMain(args []string) error {
 		return usagef("run: --grace %v is negative", o.grace)
 	case o.conflict < 0 || o.conflict > 255:
 		return usagef("run: --conflict-exit-code %d: want 0 to 255", o.conflict)
+	case o.fair && o.spin:
+		return usagef("run: --fair and --spin are different kinds of lock: give one")
 	}
+	o.noFence = o.noFence || o.fair
 	if err := checkTrace("run", o.trace); err != nil {
 		return err
 	}
@@ -177,7 +182,7 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := lockerConfig{masters: conn.masters, all: o.all, name: o.name, watchdogTimeout: o.watchdogTimeout, spin: o.spin}
+	cfg := lockerConfig{masters: conn.masters, all: o.all, name: o.name, watchdogTimeout: o.watchdogTimeout, spin: o.spin, fair: o.fair}
 	if err := checkLocker(cfg); err != nil {
 		return err
 	}

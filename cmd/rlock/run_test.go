@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -430,5 +432,57 @@ func TestRunSpin(t *testing.T) {
 	r := runRlock(t, "run", "--addr", strings.Join(others, ","), "--name", name, "--spin", "--no-fence", "--", "echo", "redlock")
 	if r.code != 0 || r.stdout != "redlock\n" {
 		t.Fatalf("--spin with three masters: exit %d, stdout %q; stderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestRunFair: --fair takes Redisson's fair lock. Two runs that start
+// waiting one after the other queue in Redis in that order and run their
+// commands in that order once the holder releases; --fair with --spin is
+// a usage error.
+func TestRunFair(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	name := lockName(t)
+	rc := c.Redis()
+	qlen := func() int64 {
+		n, err := rc.Do(context.Background(), rc.B().Llen().Key("redisson_lock_queue:{"+name+"}").Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	h, err := c.FairMutex(name).Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "order")
+	run := func(who string) *started {
+		return startRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--fair", "--wait", "30s",
+			"--", "sh", "-c", "echo "+who+" >> "+out)
+	}
+	first := run("first")
+	waitFor(t, "the first run to queue", func() bool { return qlen() == 1 })
+	second := run("second")
+	waitFor(t, "the second run to queue", func() bool { return qlen() == 2 })
+	if err := h.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*started{first, second} {
+		if r := s.wait(); r.code != 0 {
+			t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+		}
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "first\nsecond\n" {
+		t.Fatalf("commands ran in the order %q, want the queue's", got)
+	}
+	if exists(t, c, name) || qlen() != 0 {
+		t.Fatal("the lock or its queue remains after both runs exited")
+	}
+	if r := runRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--fair", "--spin", "--", "true"); r.code != exitUsage {
+		t.Fatalf("--fair --spin: exit %d, want the usage error %d; stderr: %s", r.code, exitUsage, r.stderr)
 	}
 }

@@ -53,9 +53,9 @@ var MutexErr func(m any) error
 // run then).
 var Go func(c any, f func()) bool
 
-// SpinSleeper returns, for a *lock.Mutex m that is a spin lock, a new
-// sequence of the sleeps its waiter takes between attempts (Redisson's
-// backoff, one sequence per call), and nil for any other Mutex: a
-// multi-master lock of spin locks polls their masters at that pace, since
-// their releases publish nothing.
+// SpinSleeper returns, for a *lock.Mutex m that is a spin lock (or a fair
+// lock, whose releases wake only its queue's head), a new sequence of the
+// sleeps its waiter takes between attempts (Redisson's backoff, one
+// sequence per call), and nil for any other Mutex: a multi-master lock of
+// such locks polls their masters at that pace, since no release wakes it.
 var SpinSleeper func(m any) func() time.Duration

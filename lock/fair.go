@@ -1,0 +1,205 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/rlock-go/rlock/observe"
+	"github.com/rlock-go/rlock/pubsub"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// FairMutex returns the lock called name as Redisson's fair lock
+// (redisson.getFairLock(name)): the plain lock's hash, plus a queue of
+// waiters in Redis (the list "redisson_lock_queue:{name}" and the sorted
+// set of their timeouts "redisson_lock_timeout:{name}") that Java and Go
+// waiters join alike, so the lock is granted in the order they came,
+// across processes. A release wakes only the waiter at the queue's head,
+// on its own channel ("redisson_lock__channel:{name}:<holder field>").
+//
+// Each waiting Lock or TryLock with a Wait joins the queue itself (there
+// is no local queue: goroutines of one process are ordered with everyone
+// else's), and leaves it when it gives up. A waiter that stops coming
+// back (its process died) keeps its place until its timeout passes:
+// Config.FairLockWaitTimeout beyond the one ahead of it, 5 minutes by
+// default, as Redisson's. A TryLock without Wait never joins the queue.
+//
+// It excludes Mutex(name) and every Redisson lock on the same hash, but
+// only fair waiters are woken by its releases, and only fair waiters are
+// ordered: use one kind per name everywhere. Fenced is refused: Redisson
+// has no fenced fair lock. The queue's timeouts are read with each
+// client's clock, as Redisson's are: clients whose clocks differ by more
+// than a small part of FairLockWaitTimeout prune each other's waiters
+// early or late.
+func (c *Client) FairMutex(name string) *Mutex {
+	m := c.Mutex(name)
+	m.kind = kindFair
+	return m
+}
+
+// fairWait is a fair acquisition's place in its lock's queue: the wait it
+// joined with, and whether it may be in the queue (its requests asked to
+// join). Written by the acquisition's goroutine holding the ledger's turn.
+type fairWait struct {
+	wait   time.Duration
+	queued bool
+}
+
+// runFair acquires a fair lock: the call's own attempts, in the queue in
+// Redis, asleep on its own channel between them; it leaves the queue when
+// it ends without the lock.
+func (a *acquisition) runFair() (held *Held, err error) {
+	if held, done, err := a.direct(); done {
+		return held, err
+	}
+	c := a.c
+	fw := &fairWait{wait: c.cfg.FairLockWaitTimeout}
+	if a.o.wait > 0 {
+		fw.wait = a.o.wait // Redisson's tryLock(waitTime, ...)
+	}
+	a.o.fair = fw
+	var w *pubsub.Waiter
+	defer func() {
+		if w != nil {
+			c.closeSub(w)
+		}
+		if err != nil {
+			c.leaveFair(a.ctx, a.l, fw)
+		}
+	}()
+	var outage *backoff.ExponentialBackOff
+	for {
+		att, err := a.try()
+		if err != nil {
+			if err := a.retryAfter(err, &outage); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		outage = nil
+		if att.held != nil {
+			return att.held, nil
+		}
+		left, err := a.left(att.TTL)
+		if err != nil {
+			return nil, err
+		}
+		if w == nil {
+			// Subscribed before the next attempt: a release between the
+			// two still wakes it.
+			sctx, cancel := context.WithTimeout(a.ctx, min(left, c.cfg.CommandTimeout))
+			w, _ = c.hub.Subscribe(sctx, reentrant.FairWaiterChannel(a.m.name, a.l.field))
+			cancel()
+			if a.ctx.Err() != nil {
+				return nil, join(ErrNotAcquired, context.Cause(a.ctx))
+			}
+			continue
+		}
+		if err := a.sleepFair(w, att.TTL, left); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// sleepFair sleeps a fair waiter until its channel wakes it, at most the
+// wait its attempt reported (the holder's lease, or the queue head's
+// timeout), the watchdog's lease (a message lost in a reconnect costs no
+// more) and the time left.
+func (a *acquisition) sleepFair(w *pubsub.Waiter, ttl, left time.Duration) error {
+	d := ttl
+	if d <= 0 {
+		d = a.c.cfg.WatchdogTimeout
+	}
+	d = max(min(d, a.c.cfg.WatchdogTimeout, left), time.Millisecond)
+	a.waiting(ttl, nil)
+	slept, _, err := a.m.sleep(a.octx, a.ctx, w, nil, d, observe.WakeTimeout)
+	a.end.Waited += slept
+	return err
+}
+
+// joinFair counts a request of a fair acquisition that asks to join the
+// queue, holding the turn: from now on it may be queued, and a pending
+// leave of the field is moot (its place is kept).
+func (l *ledger) joinFair(fw *fairWait) {
+	if l.fair == nil {
+		l.fair = &fairLedger{}
+	}
+	if !fw.queued {
+		fw.queued = true
+		l.fair.queued++
+	}
+	l.fair.wait = fw.wait
+	l.fair.leave = false
+}
+
+// leaving reports whether the field must still leave a fair queue; the
+// caller holds the turn (or Client.mu with the turn held by its caller).
+func (l *ledger) leaving() bool { return l.fair != nil && l.fair.leave }
+
+// leftFair uncounts a fair acquisition that left the queue (acquired: the
+// script took it out), holding the turn.
+func (l *ledger) leftFair(fw *fairWait) {
+	if fw != nil && fw.queued {
+		fw.queued = false
+		l.fair.queued--
+	}
+}
+
+// leaveFair takes a fair acquisition that ends without the lock out of
+// the queue: when it was the field's last queued acquisition, after any
+// request of the field that may still run is settled (or it could queue
+// the field again), the field leaves the queue. It waits at most two
+// command timeouts; what it could not finish a settler finishes.
+func (c *Client) leaveFair(ctx context.Context, l *ledger, fw *fairWait) {
+	if !fw.queued {
+		return
+	}
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
+	defer cancel()
+	if err := l.take(tctx, nil, nil); err != nil {
+		c.later(l, fw)
+		return
+	}
+	defer l.give()
+	l.leftFair(fw)
+	if l.fair.queued == 0 {
+		c.setLeave(l, true)
+		if c.settle(tctx, l) != nil || c.leaveNow(tctx, l) != nil {
+			c.later(l, nil)
+		}
+	}
+}
+
+// leaveNow sends the field's pending leave, holding the turn, once no
+// request of it may still run and none of its acquisitions is queued.
+func (c *Client) leaveNow(ctx context.Context, l *ledger) error {
+	if !l.leaving() || l.fair.queued > 0 || l.unsettled != nil {
+		return nil
+	}
+	lv := reentrant.LeaveFair{Name: l.name, Field: l.field, Wait: l.fair.wait, Publish: c.publish}
+	err := c.retry(ctx, l.name, "leave fair queue", nil, func(actx context.Context) error {
+		_, err := lv.Run(actx, c.rc)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrUnavailable) {
+		// Refused (the script is not the field's to run, an ACL): no
+		// retry would change that; the waiter is pruned at its timeout.
+		err = nil
+	}
+	if err == nil {
+		c.setLeave(l, false)
+	}
+	return err
+}
+
+// setLeave records (or clears) l's pending leave; the caller holds the
+// turn. Like an unsettled request, it keeps the ledger.
+func (c *Client) setLeave(l *ledger, leave bool) {
+	l.fair.leave = leave
+	c.mu.Lock()
+	l.keep = l.unsettled != nil || leave
+	c.mu.Unlock()
+}

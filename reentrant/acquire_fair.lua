@@ -1,0 +1,91 @@
+-- rlock's acquire of Redisson's fair lock (getFairLock), answered per request as the plain
+-- acquire is. The lock is the plain lock's hash; KEYS[2] is the FIFO of waiting holder
+-- fields, KEYS[3] each waiter's timeout (scored in ms of the clients' clocks: a waiter
+-- whose timeout passed counts as gone and is pruned from the head).
+-- KEYS[1] lock name, KEYS[2] queue, KEYS[3] timeouts, KEYS[4] the request's record.
+-- ARGV[1] lease ms, ARGV[2] holder field, ARGV[3] the holds the client knows the field has,
+-- ARGV[4] the wait ms (Redisson's threadWaitTime), ARGV[5] now (the client's clock, ms),
+-- ARGV[6] '1' to join the queue when the lock cannot be had, '0' never to.
+-- Returns {status, value, position}:
+--   {1, count, 0}   acquired: the field has count holds (and is out of the queue);
+--   {0, wait, pos}  not acquired: pos is the field's place in the queue (1 the head,
+--                   0 not queued); wait the holder's pttl (-1 no expiry), or when the
+--                   lock is free the time until the head's timeout;
+--   {2, count, 0}   the field has fewer holds than the client knows: some were lost;
+--   {3, 0, 0}       the request was cancelled (its record exists): nothing changed.
+-- A re-entry never shortens the key's expiry.
+if redis.call('exists', KEYS[4]) == 1 then
+    return {3, 0, 0}
+end
+local now = tonumber(ARGV[5])
+while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head == false then
+        break
+    end
+    local t = redis.call('zscore', KEYS[3], head)
+    if t == false or tonumber(t) > now then
+        break
+    end
+    redis.call('zrem', KEYS[3], head)
+    redis.call('lpop', KEYS[2])
+end
+local known = tonumber(ARGV[3])
+local lease = tonumber(ARGV[1])
+local wait = tonumber(ARGV[4])
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+if count == nil then
+    return redis.error_reply('ERR rlock: hold count of the field is not an integer')
+end
+if count == known + 1 then
+    -- this request ran before and its reply was lost
+    if redis.call('pttl', KEYS[1]) < lease then
+        redis.call('pexpire', KEYS[1], lease)
+    end
+    return {1, count, 0}
+end
+if count < known then
+    return {2, count, 0}
+end
+if count > 0 then
+    count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    if redis.call('pttl', KEYS[1]) < lease then
+        redis.call('pexpire', KEYS[1], lease)
+    end
+    return {1, count, 0}
+end
+local head = redis.call('lindex', KEYS[2], 0)
+if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], ARGV[2])
+    local waiting = redis.call('zrange', KEYS[3], 0, -1)
+    for i = 1, #waiting do
+        redis.call('zincrby', KEYS[3], -wait, waiting[i])
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], lease)
+    return {1, 1, 0}
+end
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -2 then
+    -- free, but another waiter comes first: until its timeout, unless woken
+    ttl = math.max(0, tonumber(redis.call('zscore', KEYS[3], head) or '0') - now)
+end
+if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
+    return {0, ttl, (redis.call('lpos', KEYS[2], ARGV[2]) or -1) + 1}
+end
+if ARGV[6] ~= '1' then
+    return {0, ttl, 0}
+end
+local last = redis.call('lindex', KEYS[2], -1)
+local ahead = ttl
+if last ~= false and last ~= ARGV[2] then
+    local t = redis.call('zscore', KEYS[3], last)
+    if t ~= false then
+        ahead = tonumber(t) - now
+    end
+end
+if redis.call('zadd', KEYS[3], ahead + wait + now, ARGV[2]) == 1 then
+    redis.call('rpush', KEYS[2], ARGV[2])
+end
+return {0, ahead, redis.call('llen', KEYS[2])}
