@@ -38,11 +38,43 @@ type contentionRow struct {
 	MinShare     int64 // fewest acquisitions by one contender
 	MaxShare     int64
 	MaxMin       float64 // MaxShare / MinShare; +Inf if one starved
+	// Overtook is the share of acquisitions granted before a waiter that
+	// had called Lock more than overtakeSlack earlier was (FIFO kept: 0).
+	Overtook float64
 	CommandsAcq  float64 // Redis commands per acquisition (INFO commandstats, script internals included)
 	RequestsAcq  float64 // requests sent per acquisition (counted in the clients; a script call is one)
 	TopCommands  string  // the largest commandstats entries, per acquisition
 
 	waits samples
+}
+
+// overtakeSlack is how much earlier a waiter must have called Lock for a
+// later caller's grant to count as overtaking it: calls closer than that
+// may reach Redis in either order.
+const overtakeSlack = time.Millisecond
+
+// grant is one acquisition: when its Lock was called and when it returned.
+type grant struct{ called, got time.Time }
+
+// overtook returns the share of gs granted while a waiter that called
+// Lock more than overtakeSlack earlier was still waiting (it was granted
+// later).
+func overtook(gs []grant) float64 {
+	if len(gs) == 0 {
+		return 0
+	}
+	slices.SortFunc(gs, func(a, b grant) int { return a.got.Compare(b.got) })
+	n := 0
+	var earliest time.Time // earliest call among the grants after the current one
+	for i := len(gs) - 1; i >= 0; i-- {
+		if !earliest.IsZero() && earliest.Add(overtakeSlack).Before(gs[i].called) {
+			n++
+		}
+		if earliest.IsZero() || gs[i].called.Before(earliest) {
+			earliest = gs[i].called
+		}
+	}
+	return float64(n) / float64(len(gs))
 }
 
 type contentionCase struct {
@@ -75,7 +107,7 @@ func runContention(ctx context.Context, p params) (*contentionResult, error) {
 	}
 	r := &contentionResult{Contenders: p.contenders, Hold: p.hold, Window: p.contentionWindow, RTT: summarize(rtt)}
 	cases := []contentionCase{
-		{lib: libRlock}, {lib: libRlock, shared: true}, {lib: libPoll}, {lib: libSpin},
+		{lib: libRlock}, {lib: libRlock, shared: true}, {lib: libPoll}, {lib: libSpin}, {lib: libFair},
 		{lib: libRedsync}, {lib: libRedislock},
 		{lib: libRueidislock}, {lib: libRueidislock, shared: true},
 	}
@@ -126,9 +158,10 @@ func contend(ctx context.Context, p params, addr string, adm rueidis.Client, c c
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
-		waits samples
-		holds time.Duration
-		first error
+		waits  samples
+		holds  time.Duration
+		first  error
+		grants []grant
 	)
 	counts := make([]int64, p.contenders)
 	start := time.Now()
@@ -139,6 +172,7 @@ func contend(ctx context.Context, p params, addr string, adm rueidis.Client, c c
 			defer wg.Done()
 			var local samples
 			var held time.Duration
+			var mine []grant
 			for time.Now().Before(end) {
 				t := time.Now()
 				unlock, err := l.Lock(runCtx, key)
@@ -161,12 +195,14 @@ func contend(ctx context.Context, p params, addr string, adm rueidis.Client, c c
 				}
 				if got.Before(end) {
 					counts[i]++
+					mine = append(mine, grant{called: t, got: got})
 					local = append(local, got.Sub(t))
 					held += released.Sub(got)
 				}
 			}
 			mu.Lock()
 			waits = append(waits, local...)
+			grants = append(grants, mine...)
 			holds += held
 			mu.Unlock()
 		}()
@@ -197,6 +233,7 @@ func contend(ctx context.Context, p params, addr string, adm rueidis.Client, c c
 	row.waits = waits.sorted()
 	row.Wait = summarize(row.waits)
 	row.MinShare, row.MaxShare = slices.Min(counts), slices.Max(counts)
+	row.Overtook = overtook(grants)
 	row.MaxMin = math.Inf(1)
 	if row.MinShare > 0 {
 		row.MaxMin = float64(row.MaxShare) / float64(row.MinShare)

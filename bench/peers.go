@@ -148,6 +148,12 @@ var (
 		polls:  true,
 		open:   openSpin,
 	}
+	libFair = library{
+		client: "rueidis",
+		name:   "rlock-fair",
+		config: "rlock's fair lock (Client.FairMutex, Redisson's getFairLock): waiters queue in Redis and are granted in order; a release wakes only the queue's head, on its own channel",
+		open:   openFair,
+	}
 	libRedsync = library{
 		client: "go-redis",
 		name:   "redsync",
@@ -265,6 +271,25 @@ func openSpin(ctx context.Context, addr string, o openOpts) (locker, error) {
 		return nil, err
 	}
 	return spinLocker{l.(*rlockLocker)}, nil
+}
+
+// fairLocker takes rlock's fair lock.
+type fairLocker struct{ *rlockLocker }
+
+func openFair(ctx context.Context, addr string, o openOpts) (locker, error) {
+	l, err := openRlock(ctx, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	return fairLocker{l.(*rlockLocker)}, nil
+}
+
+func (l fairLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	h, err := l.c.FairMutex(name).Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return h.Unlock, nil
 }
 
 func (l spinLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {

@@ -341,6 +341,7 @@ func (r *results) markdown(img string) string {
 		{"rlock", "github.com/rlock-go/rlock", v["github.com/rlock-go/rlock"], libRlock.config},
 		{"rlock-poll", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libPoll.config},
 		{"rlock-spin", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libSpin.config},
+		{"rlock-fair", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libFair.config},
 		{"redsync", "github.com/go-redsync/redsync/v4", v["github.com/go-redsync/redsync/v4"], libRedsync.config + fmt.Sprintf(" (go-redis %s)", v["github.com/redis/go-redis/v9"])},
 		{"redislock", "github.com/bsm/redislock", v["github.com/bsm/redislock"], libRedislock.config},
 		{"rueidislock", "github.com/redis/rueidis/rueidislock", v["github.com/redis/rueidis"], libRueidislock.config},
@@ -389,9 +390,10 @@ func (r *results) markdown(img string) string {
 		var rows [][]string
 		for _, row := range ct.Rows {
 			rows = append(rows, []string{"**" + row.Name + "**", fmt.Sprintf("%.0f", row.PerSec), fmt.Sprintf("%.0f", row.Ideal), fx(row.Efficiency),
-				fmtDur(row.Wait.P50), fmtDur(row.Wait.P99), fmtDur(row.Wait.Max), fx(row.MaxMin), fx(row.RequestsAcq), fx(row.CommandsAcq)})
+				fmtDur(row.Wait.P50), fmtDur(row.Wait.P99), fmtDur(row.Wait.Max), fx(row.MaxMin), fmt.Sprintf("%.0f%%", 100*row.Overtook), fx(row.RequestsAcq), fx(row.CommandsAcq)})
 		}
-		table(&w, []string{"", "acq/s", "ideal/s", "of ideal", "wait p50", "wait p99", "wait max", "max/min share", "requests/acq", "Redis commands/acq"}, rows)
+		table(&w, []string{"", "acq/s", "ideal/s", "of ideal", "wait p50", "wait p99", "wait max", "max/min share", "overtook", "requests/acq", "Redis commands/acq"}, rows)
+		fmt.Fprintf(&w, "*overtook* is the share of acquisitions granted while a contender that had called Lock more than %v earlier was still waiting: 0%% is FIFO order. Only rlock-fair (Redisson's fair lock) queues its waiters in Redis.\n\n", overtakeSlack)
 		w.WriteString("How the waiters behave, which the numbers reflect: a contender that has just unlocked calls Lock again at once and can take the lock before a waiter has woken (barging), which keeps the lock busy but makes waits unequal. Polling waiters see the lock free only when a retry happens to land between holds. rlock's release publishes one unlock message that reaches every subscribed client, and each client wakes one of its own waiters (Redisson's protocol): with one client per contender, every release sets off one attempt per waiting client; with one client, one attempt. rueidislock wakes waiters with the invalidation of the lock key, which likewise reaches every client that read it.\n\n")
 		rows = nil
 		for _, row := range ct.Rows {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // readTimeout bounds one count read: a stopped master does not answer, and
@@ -114,4 +115,24 @@ func (c *counter) held(owner uint64) (held, known bool, n int) {
 		return false, true, 0
 	}
 	return false, false, 0
+}
+
+// leaveWithin is how long after the workers' calls returned a fair
+// queue may still hold their waiters: a leave whose first send failed
+// during a fault is finished by a settler in the background.
+const leaveWithin = 3 * time.Second
+
+// leftQueued returns how many waiters the fair lock name's queue on the
+// first master still holds leaveWithin after the calls returned (0 as
+// soon as it is empty).
+func (d *direct) leftQueued(ctx context.Context, name string) int64 {
+	c := d.conns[0]
+	deadline := time.Now().Add(leaveWithin)
+	for {
+		n, err := c.Do(ctx, c.B().Llen().Key(reentrant.FairQueueName(name)).Build()).AsInt64()
+		if err == nil && n == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond) // polling Redis: no signal tells when a background leave lands
+	}
 }

@@ -1,7 +1,10 @@
 // Package faultsuite holds rlock's fault suite: a test, not a library.
 //
 // TestFaultSuite runs three clients contending on one lock — a single
-// master (lock.Mutex) and a RedLock over five masters (multilock) — on real
+// master (lock.Mutex), a RedLock over five masters (multilock), Redisson's
+// spin lock (lock.Client.SpinMutex) and its fair lock (FairMutex, which
+// takes no fencing tokens: its rounds check exclusion and hold counts, and
+// that no waiter is left in the fair queue once every call returned) — on real
 // redis-server processes and, when Docker is there, containers (package
 // integration). Each holder writes to an in-process resource that accepts a
 // write only with a fencing token at least as high as any it has accepted.

@@ -131,7 +131,11 @@ func (c *caseRun) round(t *testing.T, seed uint64) (roundResult, error) {
 	if err != nil {
 		return roundResult{}, errors.Join(err, r.repair(context.WithoutCancel(ctx)))
 	}
-	return r.check(), nil
+	res := r.check()
+	if topo.fair {
+		res.queued = c.direct.leftQueued(ctx, r.name)
+	}
+	return res, nil
 }
 
 // schedule waits for the first grant, injects the round's faults one after
