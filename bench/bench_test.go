@@ -95,3 +95,20 @@ func TestPairedDiff(t *testing.T) {
 		t.Fatalf("pairedDiff without rounds = %v", d)
 	}
 }
+
+// overtook counts a grant that came before the grant of a caller more
+// than overtakeSlack earlier, and nothing in FIFO order.
+func TestOvertook(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	fifo := []grant{{called: at(0), got: at(10)}, {called: at(2), got: at(20)}, {called: at(4), got: at(30)}}
+	if got := overtook(fifo); got != 0 {
+		t.Fatalf("FIFO grants: overtook %v, want 0", got)
+	}
+	// The caller at 4 ms is granted first, before both callers at 0 ms:
+	// one of three grants overtook; the two at 0 ms overtook nobody.
+	barge := []grant{{called: at(0), got: at(30)}, {called: at(4), got: at(10)}, {called: at(0), got: at(20)}}
+	if got := overtook(barge); got != 1.0/3 {
+		t.Fatalf("one barging grant of three: overtook %v, want 1/3", got)
+	}
+}
