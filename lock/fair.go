@@ -46,6 +46,9 @@ func (c *Client) FairMutex(name string) *Mutex {
 type fairWait struct {
 	wait   time.Duration
 	queued bool
+	// others: when this acquisition was granted, other acquisitions of
+	// its field (goroutines sharing the owner) were still waiting.
+	others bool
 }
 
 // runFair acquires a fair lock: the call's own attempts, in the queue in
@@ -81,6 +84,9 @@ func (a *acquisition) runFair() (held *Held, err error) {
 		}
 		outage = nil
 		if att.held != nil {
+			if fw.others {
+				c.wakeField(a.ctx, a.m.name, a.l.field, w)
+			}
 			return att.held, nil
 		}
 		left, err := a.left(att.TTL)
@@ -145,6 +151,28 @@ func (l *ledger) leftFair(fw *fairWait) {
 	if fw != nil && fw.queued {
 		fw.queued = false
 		l.fair.queued--
+		fw.others = l.fair.queued > 0
+	}
+}
+
+// wakeField wakes one other waiting acquisition of field (a goroutine
+// sharing the owner that was just granted): the field left the queue with
+// this grant, so no release will wake it, and its next attempt re-enters
+// at once. Each one granted wakes the next. w is the granted call's own
+// subscription to the field's channel, if it made one; otherwise one is
+// taken for the moment (the waiting goroutines hold the channel's
+// subscription, so it costs no round trip).
+func (c *Client) wakeField(ctx context.Context, name, field string, w *pubsub.Waiter) {
+	if w != nil {
+		w.Pass()
+		return
+	}
+	sctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+	w, err := c.hub.Subscribe(sctx, reentrant.FairWaiterChannel(name, field))
+	cancel()
+	if err == nil {
+		w.Pass()
+		c.closeSub(w)
 	}
 }
 

@@ -358,3 +358,51 @@ func TestLeaveFairWakesTheNextHead(t *testing.T) {
 	}
 	must(t, do(t, rc, "DEL", queue, timeouts).Error())
 }
+
+// Goroutines sharing an owner share its one place in the queue: when one
+// is granted, the other is woken at once and re-enters, instead of
+// sleeping until the holder's lease (30 s) would have run out.
+func TestFairMutexSharedOwnerWaitersBothProceed(t *testing.T) {
+	holder := newClient(t, lock.Config{})
+	wc := newWakeCounter()
+	c := newClient(t, lock.Config{Observer: wc.observer()})
+	rc := raw(t)
+	n := name(t)
+	queue, _ := fairKeys(n)
+	h, err := holder.FairMutex(n).Lock(bg())
+	must(t, err)
+	ctx, cancel := context.WithTimeout(lock.WithOwner(bg()), 5*time.Second)
+	defer cancel()
+	got := make(chan *lock.Held, 2)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			w, err := c.FairMutex(n).Lock(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			got <- w
+		}()
+		<-wc.waiting
+	}
+	if q := lrange(t, rc, queue); len(q) != 1 {
+		t.Fatalf("queue %q: want the shared owner's one place", q)
+	}
+	must(t, h.Unlock(bg()))
+	var hs []*lock.Held
+	for len(hs) < 2 {
+		select {
+		case w := <-got:
+			hs = append(hs, w)
+		case err := <-errs:
+			t.Fatalf("a waiter of the shared owner = %v, want both to get the lock", err)
+		}
+	}
+	if cnt := hgetInt(t, rc, n, reentrant.Field(c.ID(), hs[0].Owner())); cnt != 2 {
+		t.Fatalf("the owner's count %d, want 2", cnt)
+	}
+	for _, w := range hs {
+		must(t, w.Unlock(bg()))
+	}
+}
