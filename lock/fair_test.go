@@ -406,3 +406,42 @@ func TestFairMutexSharedOwnerWaitersBothProceed(t *testing.T) {
 		must(t, w.Unlock(bg()))
 	}
 }
+
+// rlock's watchdog renews a fair hold past its lease while a Java waiter
+// is queued, and leaves that waiter's place alone; the waiter gets the
+// lock once rlock releases.
+func TestFairMutexRenewalKeepsTheQueue(t *testing.T) {
+	c := newClient(t, lock.Config{WatchdogTimeout: 300 * time.Millisecond, RenewInterval: 50 * time.Millisecond})
+	rc := raw(t)
+	java := rs.New(rc, rs.Options{})
+	n := name(t)
+	queue, _ := fairKeys(n)
+	fl := java.FairLock(n)
+	h, err := c.FairMutex(n).Lock(bg())
+	must(t, err)
+	if a, err := fl.TryAcquire(bg(), 3, 0, 0); err != nil || a.Acquired {
+		t.Fatalf("Java acquire while rlock holds = %+v, %v", a, err)
+	}
+	// Three leases: the hold lives only by renewal.
+	deadline := time.Now().Add(900 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		select {
+		case <-h.Done():
+			t.Fatalf("the hold ended: %v", context.Cause(h.Context()))
+		case <-time.After(100 * time.Millisecond): // polls the hold's state over three leases
+		}
+		if a, err := fl.TryAcquire(bg(), 3, 0, 0); err != nil || a.Acquired {
+			t.Fatalf("Java acquire while rlock renews = %+v, %v", a, err)
+		}
+	}
+	if q := lrange(t, rc, queue); !slices.Equal(q, []string{java.Field(3)}) {
+		t.Fatalf("queue %q, want Java's waiter only", q)
+	}
+	must(t, h.Unlock(bg()))
+	if a, err := fl.TryAcquire(bg(), 3, 0, 0); err != nil || !a.Acquired {
+		t.Fatalf("Java acquire after rlock released = %+v, %v", a, err)
+	}
+	if r, err := fl.Unlock(bg(), 3); err != nil || r != rs.Released {
+		t.Fatalf("Java unlock = %v, %v", r, err)
+	}
+}

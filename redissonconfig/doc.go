@@ -22,6 +22,7 @@
 //	timeout                                      CommandTimeout
 //	connectTimeout                               DialTimeout
 //	lockWatchdogTimeout                          WatchdogTimeout
+//	fairLockWaitTimeout                          FairLockWaitTimeout
 //	checkLockSyncedSlaves, slavesSyncTimeout     ReplicaSyncTimeout (false: negative, no check)
 //	nameMapper                                   NameMapper, from WithNameMapper
 //

@@ -212,7 +212,7 @@ var shared = map[string]bool{
 }
 
 // Settings only at the top level.
-var topOnly = map[string]bool{"lockWatchdogTimeout": true, "checkLockSyncedSlaves": true, "slavesSyncTimeout": true}
+var topOnly = map[string]bool{"lockWatchdogTimeout": true, "checkLockSyncedSlaves": true, "slavesSyncTimeout": true, "fairLockWaitTimeout": true}
 
 // Settings of each servers config, besides the shared ones.
 var modeKeys = map[string]map[string]bool{

@@ -56,6 +56,7 @@ username: null
 threads: 16
 codec: !<org.redisson.codec.Kryo5Codec> {}
 lockWatchdogTimeout: 20000
+fairLockWaitTimeout: 60000
 checkLockSyncedSlaves: true
 slavesSyncTimeout: 500
 `)
@@ -66,7 +67,7 @@ slavesSyncTimeout: 500
 		t.Fatalf("Username %q, Password %q, DB %d, TLS %v", cfg.Username, cfg.Password, cfg.DB, cfg.TLS)
 	}
 	if cfg.WatchdogTimeout != 20*time.Second || cfg.CommandTimeout != 3*time.Second || cfg.DialTimeout != 10*time.Second ||
-		cfg.ReplicaSyncTimeout != 500*time.Millisecond || cfg.NameMapper != nil {
+		cfg.ReplicaSyncTimeout != 500*time.Millisecond || cfg.FairLockWaitTimeout != time.Minute || cfg.NameMapper != nil {
 		t.Fatalf("timing %+v", cfg)
 	}
 	warned(t, ws, "singleServerConfig.idleConnectionTimeout", 3, "not used by rlock")
@@ -75,7 +76,7 @@ slavesSyncTimeout: 500
 	warned(t, ws, "threads", 15, "not used")
 	for _, w := range ws {
 		switch w.Key {
-		case "singleServerConfig.clientName", "password", "username", "singleServerConfig.timeout", "lockWatchdogTimeout":
+		case "singleServerConfig.clientName", "password", "username", "singleServerConfig.timeout", "lockWatchdogTimeout", "fairLockWaitTimeout":
 			t.Fatalf("warning about a null or used setting: %v", w)
 		}
 		if strings.Contains(w.String(), "s3cret") {
@@ -207,6 +208,7 @@ func TestLoadRefused(t *testing.T) {
 		{"watchdog below MinLease", single + "lockWatchdogTimeout: 20\n", nil, 2, "shorter than 50ms"},
 		{"watchdog not a number", single + "lockWatchdogTimeout: 30s\n", nil, 2, "want a whole number"},
 		{"negative watchdog", single + "lockWatchdogTimeout: -1\n", nil, 2, "positive number of milliseconds"},
+		{"negative fair wait", single + "fairLockWaitTimeout: -5\n", nil, 2, "positive number of milliseconds"},
 		{"timeout outlasting a renewal", "singleServerConfig:\n  address: 'redis://h:1'\n  timeout: 7000\nlockWatchdogTimeout: 10000\n", nil, 3, "lower timeout below"},
 		{"sync timeout 0", single + "slavesSyncTimeout: 0\n", nil, 2, "without bound"},
 		{"sync timeout past the lease", single + "lockWatchdogTimeout: 1000\nslavesSyncTimeout: 1000\n", nil, 3, "could expire while rlock waits"},

@@ -266,6 +266,11 @@ func (l *loader) timing() {
 			}
 		}
 	}
+	if s := l.top["fairLockWaitTimeout"]; s != nil {
+		if d, ok := l.millis(s); ok {
+			l.cfg.FairLockWaitTimeout = d
+		}
+	}
 	if s := l.mine["connectTimeout"]; s != nil {
 		if d, ok := l.millis(s); ok {
 			l.cfg.DialTimeout = d
