@@ -104,7 +104,7 @@ func (a *acquisition) runFair() (held *Held, err error) {
 			}
 			continue
 		}
-		if err := a.sleepFair(w, att.TTL, left); err != nil {
+		if err := a.sleepFair(w, att, left); err != nil {
 			return nil, err
 		}
 	}
@@ -114,13 +114,14 @@ func (a *acquisition) runFair() (held *Held, err error) {
 // wait its attempt reported (the holder's lease, or the queue head's
 // timeout), the watchdog's lease (a message lost in a reconnect costs no
 // more) and the time left.
-func (a *acquisition) sleepFair(w *pubsub.Waiter, ttl, left time.Duration) error {
+func (a *acquisition) sleepFair(w *pubsub.Waiter, att outcome, left time.Duration) error {
+	ttl := att.TTL
 	d := ttl
 	if d <= 0 {
 		d = a.c.cfg.WatchdogTimeout
 	}
 	d = max(min(d, a.c.cfg.WatchdogTimeout, left), time.Millisecond)
-	a.waiting(ttl, nil)
+	a.waiting(ttl, nil, att.position)
 	slept, _, err := a.m.sleep(a.octx, a.ctx, w, nil, d, observe.WakeTimeout)
 	a.end.Waited += slept
 	return err

@@ -445,3 +445,33 @@ func TestFairMutexRenewalKeepsTheQueue(t *testing.T) {
 		t.Fatalf("Java unlock = %v, %v", r, err)
 	}
 }
+
+// A fair waiter tells the Observer its place in the queue.
+func TestFairMutexWaitingReportsThePosition(t *testing.T) {
+	holder := newClient(t, lock.Config{})
+	positions := make(chan int, 16)
+	c := newClient(t, lock.Config{Observer: &observe.Observer{Waiting: func(_ context.Context, e observe.Waiting) { positions <- e.Position }}})
+	rc := raw(t)
+	java := rs.New(rc, rs.Options{})
+	n := name(t)
+	h, err := holder.FairMutex(n).Lock(bg())
+	must(t, err)
+	if a, err := java.FairLock(n).TryAcquire(bg(), 1, 0, 0); err != nil || a.Acquired {
+		t.Fatalf("Java acquire = %+v, %v", a, err)
+	}
+	ctx, cancel := context.WithCancel(bg())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.FairMutex(n).Lock(ctx)
+		done <- err
+	}()
+	if p := <-positions; p != 2 {
+		t.Fatalf("position %d, want 2 (behind Java's waiter)", p)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("cancelled Lock = %v", err)
+	}
+	must(t, java.FairLock(n).CancelWait(bg(), 1, 0))
+	must(t, h.Unlock(bg()))
+}

@@ -229,10 +229,11 @@ func (a *acquisition) observeEnd(held *Held, err error) {
 	a.c.obs.AcquireEnd(a.octx, end)
 }
 
-// waiting reports a wait to the Observer.
-func (a *acquisition) waiting(ttl time.Duration, err error) {
+// waiting reports a wait to the Observer; position is a fair waiter's
+// place in the queue (else 0).
+func (a *acquisition) waiting(ttl time.Duration, err error, position int) {
 	if a.c.obs != nil && a.c.obs.Waiting != nil {
-		a.c.obs.Waiting(a.octx, observe.Waiting{Name: a.m.name, Addr: a.c.at(a.m.name), TTL: ttl, Err: err})
+		a.c.obs.Waiting(a.octx, observe.Waiting{Name: a.m.name, Addr: a.c.at(a.m.name), TTL: ttl, Err: err, Position: position})
 	}
 }
 
@@ -345,7 +346,7 @@ func (a *acquisition) retryAfter(err error, outage **backoff.ExponentialBackOff)
 	if !ok {
 		return err
 	}
-	a.waiting(d, err)
+	a.waiting(d, err, 0)
 	if _, _, err := a.m.sleep(a.octx, a.ctx, nil, nil, d, observe.WakeRetry); err != nil {
 		return err
 	}
@@ -391,7 +392,7 @@ func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, 
 		}
 	}
 	sleep = min(sleep, left)
-	a.waiting(ttl, nil)
+	a.waiting(ttl, nil, 0)
 	slept, reason, err := a.m.sleep(a.octx, a.ctx, w, q.kick, sleep, observe.WakeTimeout)
 	a.end.Waited += slept
 	return w, reason, err
@@ -529,10 +530,12 @@ func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, kick <-chan s
 	return slept, reason, nil
 }
 
-// outcome is one attempt's result: a Held, or the holder's TTL.
+// outcome is one attempt's result: a Held, or the holder's TTL (and a
+// fair waiter's place in the queue).
 type outcome struct {
-	held *Held
-	TTL  time.Duration
+	held     *Held
+	TTL      time.Duration
+	position int
 }
 
 // attempt makes one acquisition attempt, holding the ledger's turn from
@@ -598,7 +601,7 @@ func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options,
 	}
 	switch res.Status {
 	case reentrant.Busy:
-		return outcome{TTL: res.TTL}, false, nil
+		return outcome{TTL: res.TTL, position: res.Position}, false, nil
 	case reentrant.Fewer:
 		// Holds of this owner were lost (expired, deleted, taken):
 		// tell their Helds, then acquire afresh.

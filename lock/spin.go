@@ -111,7 +111,7 @@ func (a *acquisition) poll(q *queue, p *spinPolicy, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	a.waiting(ttl, nil)
+	a.waiting(ttl, nil, 0)
 	slept, _, err := a.m.sleep(a.octx, a.ctx, nil, q.kick, min(p.sleep(), left), observe.WakePoll)
 	a.end.Waited += slept
 	return err

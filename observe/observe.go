@@ -75,6 +75,10 @@ type Waiting struct {
 	// Err is set when the waiter waits out an outage (a blocking Lock
 	// whose attempt could not reach Redis) rather than a holder.
 	Err error
+	// Position is a fair lock's waiter's place in the queue in Redis (1:
+	// the head, woken by the next release); 0 for other locks, or when
+	// the waiter is not queued.
+	Position int
 }
 
 // WakeReason says what woke a waiter.

@@ -133,6 +133,9 @@ func (o *observer) waiting(ctx context.Context, e observe.Waiting) {
 	if e.Err != nil {
 		attrs = append(attrs, keyErrorType.String(errorType(e.Err)))
 	}
+	if e.Position > 0 {
+		attrs = append(attrs, keyPosition.Int(e.Position))
+	}
 	a.span.AddEvent("rlock.wait", trace.WithAttributes(attrs...))
 	if a.wait != nil {
 		a.wait.End()

@@ -343,3 +343,52 @@ func TestAcquireUnavailable(t *testing.T) {
 		t.Errorf("acquire.duration error count %d, want 1", n)
 	}
 }
+
+// A fair lock's waiter records its place in the queue on the wait event
+// and the wait span.
+func TestFairWaitCarriesThePosition(t *testing.T) {
+	e := newEnv(t)
+	a, b, c := e.client(lock.Config{}), e.client(lock.Config{}), e.client(lock.Config{})
+	n := name(t)
+	tr := e.tp.Tracer("test")
+	ha, err := a.FairMutex(n).Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cspan := tr.Start(context.Background(), "c")
+	got := make(chan error, 2)
+	lockThenUnlock := func(cl *lock.Client, ctx context.Context) {
+		h, err := cl.FairMutex(n).Lock(ctx)
+		if err == nil {
+			err = h.Unlock(ctx)
+		}
+		got <- err
+	}
+	go lockThenUnlock(b, context.Background())
+	recv(t, e.events.waiting, "b's Waiting")
+	go lockThenUnlock(c, cctx)
+	recv(t, e.events.waiting, "c's Waiting")
+	if err := ha.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := recv(t, got, "a waiter's Lock"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cspan.End()
+	var found bool
+	for _, s := range e.ended(tracing.SpanAcquire) {
+		if s.Parent().SpanID() != cspan.SpanContext().SpanID() {
+			continue
+		}
+		ev, ok := hasEvent(s, "rlock.wait")
+		if !ok || eventAttr(ev, "rlock.queue.position") != "2" {
+			t.Fatalf("c's rlock.wait event %+v: want rlock.queue.position 2", ev)
+		}
+		found = true
+	}
+	if !found {
+		t.Fatal("no acquire span of c")
+	}
+}

@@ -46,6 +46,7 @@ const (
 	keyTried     = attribute.Key("rlock.masters.tried")
 	keyAcquired  = attribute.Key("rlock.masters.acquired")
 	keyTTL       = attribute.Key("rlock.holder.ttl")
+	keyPosition  = attribute.Key("rlock.queue.position")
 	keySlept     = attribute.Key("rlock.slept")
 	keyReleased  = attribute.Key("rlock.released")
 	keyHeldFor   = attribute.Key("rlock.held_for")
