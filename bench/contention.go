@@ -40,10 +40,10 @@ type contentionRow struct {
 	MaxMin       float64 // MaxShare / MinShare; +Inf if one starved
 	// Overtook is the share of acquisitions granted before a waiter that
 	// had called Lock more than overtakeSlack earlier was (FIFO kept: 0).
-	Overtook float64
-	CommandsAcq  float64 // Redis commands per acquisition (INFO commandstats, script internals included)
-	RequestsAcq  float64 // requests sent per acquisition (counted in the clients; a script call is one)
-	TopCommands  string  // the largest commandstats entries, per acquisition
+	Overtook    float64
+	CommandsAcq float64 // Redis commands per acquisition (INFO commandstats, script internals included)
+	RequestsAcq float64 // requests sent per acquisition (counted in the clients; a script call is one)
+	TopCommands string  // the largest commandstats entries, per acquisition
 
 	waits samples
 }
@@ -156,8 +156,8 @@ func contend(ctx context.Context, p params, addr string, adm rueidis.Client, c c
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
+		wg     sync.WaitGroup
+		mu     sync.Mutex
 		waits  samples
 		holds  time.Duration
 		first  error
