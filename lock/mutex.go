@@ -188,6 +188,9 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 		return nil, err
 	}
 	o.kind, o.once = m.kind, m.once
+	if o.fenced && o.kind.mode() != reentrant.ModeLock {
+		return nil, invalidf("Fenced with a read-write lock (Redisson has no fenced read-write lock)")
+	}
 	c := m.c
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -195,7 +198,10 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	defer c.exit()
 
 	ctx, owner := ownerOf(ctx)
-	l := c.use(m.name, reentrant.Field(c.id, owner))
+	if err := c.upgrade(m, owner); err != nil {
+		return nil, err
+	}
+	l := c.use(m.name, c.field(m.kind, owner))
 	defer c.unuse(l)
 	a := &acquisition{m: m, c: c, ctx: ctx, octx: ctx, l: l, owner: owner, o: o, blocking: blocking, start: time.Now()}
 	if !blocking {
@@ -243,7 +249,10 @@ func (a *acquisition) run() (held *Held, err error) {
 	if held, done, err := a.direct(); done {
 		return held, err
 	}
-	q, mb := c.joinQueue(m.name)
+	if m.kind == kindRead {
+		return a.share()
+	}
+	q, mb := c.joinQueue(m.kind.channel(m.name))
 	defer c.leaveQueue(q, mb)
 	// A wake-up taken from the subscription and not used by an answered
 	// attempt is passed on when the call leaves: another waiter of the
@@ -576,7 +585,7 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
 	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
-		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name)}
+		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name), Mode: o.kind.mode()}
 	sent := time.Now()
 	res, sends, err := m.send(ctx, l, req, sent)
 	if err != nil {
@@ -737,7 +746,8 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 	}
 	renew := l.renewing > 0
 	if first {
-		l.entry = c.wd.Track(l.name, l.field, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { c.onLost(l, e, le) })
+		h := reentrant.Hold{Name: l.name, Field: l.field, Read: o.kind == kindRead}
+		l.entry = c.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { c.onLost(l, e, le) })
 	} else {
 		c.wd.Extend(l.entry, lease, sent)
 		c.wd.SetRenew(l.entry, renew)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -43,7 +42,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, wrapf(ErrNotHeld, "hold count of %q: the context carries no owner: pass the Held's Context()", m.name)
 	}
-	field := reentrant.Field(m.c.id, owner)
+	field := m.c.field(m.kind, owner)
 	var n int
 	err := m.query(ctx, "hold count", func(c rueidis.Client) rueidis.Completed {
 		return c.B().Hget().Key(m.name).Field(field).Build()
@@ -84,12 +83,18 @@ func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter; it
-// reports whether there was a lock. Holds of this Client on it are lost:
+// reports whether there was a lock. For a read-write lock's half it does
+// as Redisson's: the read lock's deletes the lock only while readers hold
+// it (and wakes one waiter), the write lock's only while a writer holds it
+// (and wakes every waiter); see ReadWriteMutex.ForceUnlock for either. Holds of this Client on it are lost:
 // their contexts are cancelled with ErrLockLost. Other holders (other
 // processes, Redisson) find out at their next renewal.
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if m != nil && m.kind.mode() != reentrant.ModeLock {
+		return m.forceUnlockHalf(ctx)
+	}
 	if err := m.check(ctx); err != nil {
 		return false, err
 	}
@@ -104,17 +109,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, join(masterErr(c.errAt(m.name), "force unlock", err), ctx.Err())
 	}
-	c.mu.Lock()
-	var lost []*ledger
-	for _, l := range c.ledgers {
-		if l.name == m.name {
-			lost = append(lost, l)
-		}
-	}
-	c.mu.Unlock()
-	for _, l := range lost {
-		c.loseAll(l, observe.LossForceUnlocked, "force-unlocked by this client")
-	}
+	c.loseName(m.name)
 	return deleted, nil
 }
 

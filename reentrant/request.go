@@ -3,7 +3,6 @@ package reentrant
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -51,7 +50,8 @@ type AcquireRequest struct {
 	Lease     time.Duration
 	Known     int
 	RequestID string // NewRequestID(), kept across retries
-	Fenced    bool   // take a fencing token (Redisson's RFencedLock counter)
+	Fenced    bool   // take a fencing token (Redisson's RFencedLock counter); ModeLock only
+	Mode      Mode   // the lock kind (ModeLock: Redisson's RLock)
 	Sync      Sync   // wait for replicas (see Sync); Acked in the result
 }
 
@@ -76,9 +76,8 @@ func (r AcquireRequest) Run(ctx context.Context, c rueidis.Client) (AcquireResul
 	if r.Fenced {
 		fenced = "1"
 	}
-	res, acked := r.Sync.runSynced(ctx, c, AcquireCountedScript,
-		[]string{r.Name, LatchName(r.Name, r.RequestID), TokenName(r.Name)},
-		[]string{ms(r.Lease), r.Field, strconv.Itoa(r.Known), fenced}, nil)
+	sc, keys, args := r.call(fenced)
+	res, acked := r.Sync.runSynced(ctx, c, sc, keys, args, nil)
 	out, err := parseAcquire(res)
 	out.Acked = acked
 	return out, err
