@@ -1,16 +1,22 @@
 package lock_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/rlock-go/rlock/integration"
 	rs "github.com/rlock-go/rlock/internal/redissonstandin"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // rwKeys are the keys of a read-write lock's layout, written out from
@@ -296,4 +302,326 @@ func TestRWWakeUps(t *testing.T) {
 	if wc.count(observe.WakeTimeout) != 0 {
 		t.Fatal("a waiter woke at the lease")
 	}
+}
+
+// The watchdog renews read holds with their timeout keys, in the same
+// single round trip as write and plain holds, and a read hold whose field
+// is gone is lost, not silently dropped.
+func TestRWWatchdogRenewsReadTimeoutKeys(t *testing.T) {
+	obs, tk := ticks()
+	c := newClient(t, lock.Config{WatchdogTimeout: shortLease, RenewInterval: shortInterval, Observer: obs})
+	rc := raw(t)
+	n := name(t)
+	rw := c.ReadWriteMutex(n)
+	r1, err := rw.ReadLock().Lock(bg())
+	must(t, err)
+	r2, err := rw.ReadLock().Lock(r1.Context())
+	must(t, err)
+	w, err := c.ReadWriteMutex(n + ":w").WriteLock().Lock(bg())
+	must(t, err)
+	p, err := c.Mutex(n + ":p").Lock(bg())
+	must(t, err)
+	field := c.ID() + ":" + itoa(r1.Owner())
+	for i := 0; i < 12; i++ { // four leases' worth
+		e := <-tk
+		if e.RoundTrips != 1 || e.Renewed != 3 || e.Lost != 0 {
+			t.Fatalf("tick %d: %+v; want one round trip renewing three locks", i, e)
+		}
+	}
+	for i := 1; i <= 2; i++ {
+		if k := rwTimeoutKey(n, field, i); pttl(t, rc, k) <= 0 {
+			t.Fatalf("timeout key %s not renewed: PTTL %v", k, pttl(t, rc, k))
+		}
+	}
+	for _, h := range []*lock.Held{r1, r2, w, p} {
+		select {
+		case <-h.Done():
+			t.Fatalf("lost: %v", context.Cause(h.Context()))
+		default:
+		}
+	}
+	must(t, r2.Unlock(bg()))
+	// The field goes (as a force unlock elsewhere, or a flush, would
+	// take it): the read hold is lost at the next renewal.
+	must(t, do(t, rc, "HDEL", n, field).Error())
+	<-r1.Done()
+	if cause := context.Cause(r1.Context()); !errors.Is(cause, lock.ErrLockLost) {
+		t.Fatalf("cause %v, want ErrLockLost", cause)
+	}
+	must(t, w.Unlock(bg()))
+	must(t, p.Unlock(bg()))
+}
+
+// A Redisson reader's renewal leaves rlock's read holds in place (4.7.0
+// touches only its own timeout keys; 3.52.0 extends every reader's), and
+// rlock's watchdog never extends a Redisson reader's timeout keys.
+func TestRWRenewalsLeaveTheOtherSideAlone(t *testing.T) {
+	for _, v := range []rs.Version{rs.V4_7_0, rs.V3_52_0} {
+		t.Run(v.String(), func(t *testing.T) {
+			obs, tk := ticks()
+			c := newClient(t, lock.Config{WatchdogTimeout: time.Second, RenewInterval: shortInterval, Observer: obs})
+			rc := raw(t)
+			java := rs.New(rc, rs.Options{Version: v, WatchdogTimeout: 60 * time.Second})
+			n := name(t)
+			jr := java.ReadLock(n)
+			if a, err := jr.TryAcquire(bg(), 1, 5*time.Second); err != nil || !a.Acquired {
+				t.Fatalf("Java read = %+v, %v", a, err)
+			}
+			h, err := c.ReadWriteMutex(n).ReadLock().Lock(bg())
+			must(t, err)
+			field := c.ID() + ":" + itoa(h.Owner())
+			jkey := rwTimeoutKey(n, java.Field(1), 1)
+			before := pttl(t, rc, jkey)
+			for range 5 {
+				<-tk
+			}
+			if after := pttl(t, rc, jkey); after > before || after <= 0 {
+				t.Fatalf("Java's timeout key PTTL %v, then %v after rlock's renewals", before, after)
+			}
+			ok, err := jr.Renew(bg(), 1)
+			if err != nil || !ok {
+				t.Fatalf("Java renew = %v, %v", ok, err)
+			}
+			mine := rwTimeoutKey(n, field, 1)
+			if got := hgetInt(t, rc, n, field); got != 1 {
+				t.Fatalf("rlock's count %d after Java's renewal", got)
+			}
+			got := pttl(t, rc, mine)
+			if v == rs.V4_7_0 && got > time.Second {
+				t.Fatalf("4.7.0's renewal extended rlock's timeout key to %v", got)
+			}
+			if got <= 0 {
+				t.Fatalf("rlock's timeout key gone: %v", got)
+			}
+			if v == rs.V3_52_0 && got <= time.Second {
+				t.Fatalf("3.52.0's renewal should extend every reader's timeout key: %v", got)
+			}
+			must(t, h.Unlock(bg()))
+			if rel, err := jr.Unlock(bg(), 1); err != nil || rel != rs.Released {
+				t.Fatalf("Java read unlock = %v, %v", rel, err)
+			}
+		})
+	}
+}
+
+// Bad input and misuse get ErrInvalid, without a panic and without
+// leaving anything in Redis.
+func TestRWMisuse(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	rc := raw(t)
+	n := name(t)
+	var nilRW *lock.ReadWriteMutex
+	for label, m := range map[string]*lock.Mutex{
+		"nil read": nilRW.ReadLock(), "nil write": nilRW.WriteLock(),
+		"empty name read": c.ReadWriteMutex("").ReadLock(), "empty name write": c.ReadWriteMutex("").WriteLock(),
+	} {
+		if _, err := m.Lock(bg()); !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("%s: Lock = %v", label, err)
+		}
+		if _, err := m.ForceUnlock(bg()); !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("%s: ForceUnlock = %v", label, err)
+		}
+	}
+	if _, err := nilRW.ForceUnlock(bg()); !errors.Is(err, lock.ErrInvalid) {
+		t.Fatalf("nil ForceUnlock = %v", err)
+	}
+	if nilRW.Name() != "" {
+		t.Fatal("nil Name")
+	}
+	rw := c.ReadWriteMutex(n)
+	for _, m := range []*lock.Mutex{rw.ReadLock(), rw.WriteLock()} {
+		if _, err := m.TryLock(bg(), lock.Fenced()); !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("Fenced = %v", err)
+		}
+	}
+	// A reader cannot upgrade: refused at once, not a wait for ever.
+	r, err := rw.ReadLock().Lock(bg())
+	must(t, err)
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	_, err = rw.WriteLock().Lock(ctx)
+	if !errors.Is(err, lock.ErrInvalid) || !errors.Is(err, lock.ErrNotAcquired) || ctx.Err() != nil {
+		t.Fatalf("upgrade = %v (ctx %v), want ErrInvalid and ErrNotAcquired at once", err, ctx.Err())
+	}
+	must(t, r.Unlock(bg()))
+	if ks := lockKeys(t, rc, n); len(ks) != 0 {
+		t.Fatalf("keys left: %v", ks)
+	}
+	// A plain lock's hash is not a read-write lock: both halves find it
+	// busy, and neither turns it into one.
+	p, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	for _, m := range []*lock.Mutex{rw.ReadLock(), rw.WriteLock()} {
+		if _, err := m.TryLock(bg()); !errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("a half on a plain lock's hash = %v", err)
+		}
+	}
+	if h := hgetall(t, rc, n); len(h) != 1 {
+		t.Fatalf("the plain lock's hash changed: %v", h)
+	}
+	must(t, p.Unlock(bg()))
+}
+
+// ForceUnlock: each half's only in its own mode, as Redisson's; the
+// ReadWriteMutex's in either, waking every waiter.
+func TestRWForceUnlock(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	rc := raw(t)
+	n := name(t)
+	rw := c.ReadWriteMutex(n)
+	msgs := subscribe(t, rwChannel(n))
+	w, err := rw.WriteLock().Lock(bg())
+	must(t, err)
+	if ok, err := rw.ReadLock().ForceUnlock(bg()); err != nil || ok {
+		t.Fatalf("the read half's ForceUnlock in mode write = %v, %v", ok, err)
+	}
+	select {
+	case <-w.Done():
+		t.Fatal("a force unlock that deleted nothing ended the write hold")
+	default:
+	}
+	if ok, err := rw.WriteLock().ForceUnlock(bg()); err != nil || !ok {
+		t.Fatalf("the write half's ForceUnlock = %v, %v", ok, err)
+	}
+	<-w.Done()
+	if m := <-msgs; m.Message != "1" {
+		t.Fatalf("published %q", m.Message)
+	}
+	r, err := rw.ReadLock().Lock(bg())
+	must(t, err)
+	if ok, err := rw.WriteLock().ForceUnlock(bg()); err != nil || ok {
+		t.Fatalf("the write half's ForceUnlock in mode read = %v, %v", ok, err)
+	}
+	if ok, err := rw.ForceUnlock(bg()); err != nil || !ok {
+		t.Fatalf("ReadWriteMutex.ForceUnlock = %v, %v", ok, err)
+	}
+	<-r.Done()
+	if !errors.Is(context.Cause(r.Context()), lock.ErrLockLost) {
+		t.Fatalf("cause %v", context.Cause(r.Context()))
+	}
+	if m := <-msgs; m.Message != "1" {
+		t.Fatalf("published %q", m.Message)
+	}
+	if exists(t, rc, n) {
+		t.Fatal("hash left")
+	}
+}
+
+// isScript matches one EVALSHA of script on the lock called name.
+func isScript(s *reentrant.Script, name string) integration.MatchFunc {
+	return func(cmd []string) bool {
+		return len(cmd) > 3 && strings.EqualFold(cmd[0], "EVALSHA") && cmd[1] == s.SHA1() && slices.Contains(cmd, name)
+	}
+}
+
+// firstOf matches the first command m matches, and no other.
+func firstOf(m integration.MatchFunc) integration.MatchFunc {
+	var done atomic.Bool
+	return func(cmd []string) bool { return m(cmd) && done.CompareAndSwap(false, true) }
+}
+
+// A read acquire or release whose reply is lost is asked again and
+// answered, never applied twice: one hold, one timeout key, and a read
+// lock that another writer gets after the one Unlock.
+func TestRWLostReplies(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{CommandTimeout: 100 * time.Millisecond}, srv)
+	other := newClient(t, lock.Config{}, srv)
+	rc := raw(t, srv)
+	for _, kind := range []string{"read", "write"} {
+		t.Run(kind, func(t *testing.T) {
+			n := name(t)
+			rw := c.ReadWriteMutex(n)
+			m, acq, rel := rw.ReadLock(), reentrant.AcquireReadScript, reentrant.ReleaseReadScript
+			if kind == "write" {
+				m, acq, rel = rw.WriteLock(), reentrant.AcquireWriteScript, reentrant.ReleaseWriteScript
+			}
+			lost := inject(t, srv, integration.Rule{Match: firstOf(isScript(acq, n)), Action: integration.DropReply})
+			h, err := m.Lock(bg())
+			must(t, err)
+			if lost.Hits() != 1 {
+				t.Fatalf("the acquire's reply was lost %d times, want 1", lost.Hits())
+			}
+			f := c.ID() + ":" + itoa(h.Owner())
+			if kind == "write" {
+				f += ":write"
+			}
+			if got := hgetInt(t, rc, n, f); got != 1 {
+				t.Fatalf("Redis counts %d holds after one Lock whose reply was lost (HGETALL %v)", got, hgetall(t, rc, n))
+			}
+			if kind == "read" && exists(t, rc, rwTimeoutKey(n, f, 2)) {
+				t.Fatal("a second timeout key for one hold")
+			}
+			inner, err := m.Lock(h.Context())
+			must(t, err)
+			lost = inject(t, srv, integration.Rule{Match: firstOf(isScript(rel, n)), Action: integration.DropReply})
+			must(t, inner.Unlock(bg()))
+			if lost.Hits() != 1 {
+				t.Fatalf("the release's reply was lost %d times, want 1", lost.Hits())
+			}
+			if got := hgetInt(t, rc, n, f); got != 1 {
+				t.Fatalf("Redis counts %d holds after an Unlock whose reply was lost, want 1", got)
+			}
+			select {
+			case <-h.Done():
+				t.Fatalf("outer hold ended: %v", context.Cause(h.Context()))
+			default:
+			}
+			must(t, h.Unlock(bg()))
+			w, err := other.ReadWriteMutex(n).WriteLock().TryLock(bg())
+			must(t, err)
+			must(t, w.Unlock(bg()))
+			if ks := lockKeys(t, rc, n); len(ks) != 0 {
+				t.Fatalf("keys left: %v", ks)
+			}
+		})
+	}
+}
+
+// Goroutines sharing one owner take and release the read lock at once:
+// the ledger orders their requests, and the count Redis keeps matches.
+func TestRWSharedOwnerReads(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	other := newClient(t, lock.Config{})
+	rc := raw(t)
+	n := name(t)
+	rw := c.ReadWriteMutex(n)
+	first, err := rw.ReadLock().Lock(bg())
+	must(t, err)
+	ctx := first.Context()
+	const workers, rounds = 8, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				h, err := rw.ReadLock().Lock(ctx)
+				if err == nil {
+					err = h.Unlock(bg())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	f := c.ID() + ":" + itoa(first.Owner())
+	if got := hgetInt(t, rc, n, f); got != 1 {
+		t.Fatalf("Redis counts %d holds, want 1 (HGETALL %v)", got, hgetall(t, rc, n))
+	}
+	if ks := lockKeys(t, rc, n); len(ks) != 2 { // the hash and timeout key 1
+		t.Fatalf("keys %v, want the hash and one timeout key", ks)
+	}
+	must(t, first.Unlock(bg()))
+	w, err := other.ReadWriteMutex(n).WriteLock().TryLock(bg())
+	must(t, err)
+	must(t, w.Unlock(bg()))
 }
