@@ -165,14 +165,15 @@ func (c *Client) loseName(name string) {
 }
 
 // upgrade refuses a write acquisition by an owner that holds the read
-// lock of the same name: Redis would never grant it.
+// lock of the same name and not its write lock: Redis would never grant
+// it. (A writer's own reads do not keep it from re-entering.)
 func (c *Client) upgrade(m *Mutex, owner uint64) error {
 	if m.kind != kindWrite {
 		return nil
 	}
 	c.mu.Lock()
-	l := c.ledgers[key(m.name, c.field(kindRead, owner))]
-	reads := l != nil && len(l.helds) > 0
+	r, w := c.ledgers[key(m.name, c.field(kindRead, owner))], c.ledgers[key(m.name, c.field(kindWrite, owner))]
+	reads := r != nil && len(r.helds) > 0 && (w == nil || len(w.helds) == 0)
 	c.mu.Unlock()
 	if reads {
 		return join(ErrNotAcquired, invalidf("the write lock of %q asked by an owner that holds its read lock: a read lock cannot be upgraded", m.name))

@@ -625,3 +625,40 @@ func TestRWSharedOwnerReads(t *testing.T) {
 	must(t, err)
 	must(t, w.Unlock(bg()))
 }
+
+// An owner holding the write lock and reads re-enters the write lock:
+// only a reader without the write lock is refused an upgrade.
+func TestRWWriterWithReadsReentersWrite(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	rw := c.ReadWriteMutex(name(t))
+	w, err := rw.WriteLock().Lock(bg())
+	must(t, err)
+	r, err := rw.ReadLock().Lock(w.Context())
+	must(t, err)
+	w2, err := rw.WriteLock().TryLock(r.Context())
+	must(t, err)
+	for _, h := range []*lock.Held{w2, r, w} {
+		must(t, h.Unlock(bg()))
+	}
+}
+
+// A partial read release never shortens the lease of the holds left:
+// releasing a short hold under a long one leaves the hash (and the long
+// hold's timeout) for the long lease, where Redisson's arithmetic (the
+// hash's expiry becomes the longest remaining timeout key, and the key
+// deleted is the top hold's) would leave the short one's.
+func TestRWPartialReadReleaseKeepsTheLongerLease(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	rc := raw(t)
+	n := name(t)
+	m := c.ReadWriteMutex(n).ReadLock()
+	short, err := m.Lock(bg(), lock.Lease(2*time.Second))
+	must(t, err)
+	long, err := m.Lock(short.Context(), lock.Lease(60*time.Second))
+	must(t, err)
+	must(t, short.Unlock(bg()))
+	if p := pttl(t, rc, n); p < 50*time.Second {
+		t.Fatalf("hash PTTL %v after releasing the short hold, want the long hold's 60 s", p)
+	}
+	must(t, long.Unlock(bg()))
+}

@@ -3,14 +3,17 @@
 -- timeout-key prefix, KEYS[4] the key prefix "{name}" of every reader's timeout keys,
 -- KEYS[5] latch key.
 -- ARGV[1] unlock message ('0'), ARGV[2] reader field, ARGV[3] publish command (empty:
--- publish nothing), ARGV[4] latch ttl ms.
+-- publish nothing), ARGV[4] latch ttl ms, ARGV[5] the lease of the field's holds left (ms).
 -- Returns the latch's value when this request already ran, nil when the field does not
 -- hold the lock, 0 when the field still has a hold, 1 when its last hold went (the lock
 -- may still be held by other readers, or by this owner's write hold).
--- As Redisson's: the hold's timeout key goes; while other holds remain, the hash's expiry
--- becomes the longest of the remaining readers' timeout keys (never shorter than it was
--- while a writer holds); with no reader left in mode read, the hash is deleted and '0'
--- published (wake one). Every command Redis may refuse comes before the first change.
+-- As Redisson's: the top hold's timeout key goes; while other holds remain, the hash's
+-- expiry becomes the longest of the remaining readers' timeout keys (never shorter than it
+-- was while a writer holds); with no reader left in mode read, the hash is deleted and '0'
+-- published (wake one). Unlike Redisson's, a partial release first extends the field's
+-- remaining timeout keys to at least ARGV[5]: the hold released need not be the top one,
+-- and the holds left must keep their lease. Every command Redis may refuse comes before
+-- the first change.
 local done = redis.call('get', KEYS[5])
 if done ~= false then
     return tonumber(done)
@@ -45,9 +48,27 @@ end
 local answer = 1
 if count > 1 then
     answer = 0
+    local lease = tonumber(ARGV[5])
+    for i = 1, count - 1 do
+        local p = redis.call('pttl', KEYS[3] .. ':' .. i)
+        if p == -2 or p >= lease then
+            left = math.max(left, p)
+        else
+            left = math.max(left, lease)
+        end
+    end
 end
 if fields > 1 and (left > 0 or mode == 'write') then
     redis.call('set', KEYS[5], answer, 'px', ARGV[4])
+    if count > 1 then
+        for i = 1, count - 1 do
+            local k = KEYS[3] .. ':' .. i
+            local p = redis.call('pttl', k)
+            if p ~= -2 and p < tonumber(ARGV[5]) then
+                redis.call('pexpire', k, ARGV[5])
+            end
+        end
+    end
     redis.call('hincrby', KEYS[1], ARGV[2], -1)
     if count == 1 then
         redis.call('hdel', KEYS[1], ARGV[2])

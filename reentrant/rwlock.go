@@ -129,7 +129,7 @@ func (r Release) call() (*Script, []string, []string) {
 	case ModeRead:
 		return ReleaseReadScript,
 			[]string{r.Name, RWChannelName(r.Name), ReadTimeoutPrefix(r.Name, r.Field), rwKeyPrefix(r.Name), latch},
-			[]string{UnlockMessage, r.Field, r.Publish, ms(r.LatchTTL)}
+			[]string{UnlockMessage, r.Field, r.Publish, ms(r.LatchTTL), ms(r.Lease)}
 	case ModeWrite:
 		return ReleaseWriteScript, []string{r.Name, RWChannelName(r.Name), latch},
 			[]string{ReadUnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL)}
