@@ -15,10 +15,15 @@ import (
 const NoExpiry = time.Duration(math.MaxInt64)
 
 // IsLocked reports whether anyone (here, another process, or a Redisson
-// service) holds the lock.
+// service) holds the lock. A read-write lock's half answers as Redisson's
+// isLocked() of that half: the write lock while a writer holds it, the
+// read lock while readers hold it (a writer's own reads included).
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	if m != nil && m.kind.mode() != reentrant.ModeLock {
+		return m.isLockedHalf(ctx)
+	}
 	var n int64
 	err := m.query(ctx, "exists", func(c rueidis.Client) rueidis.Completed {
 		return c.B().Exists().Key(m.name).Build()

@@ -266,3 +266,22 @@ func (a *acquisition) sleepRead(w *pubsub.Waiter, ttl, left time.Duration) (bool
 	a.end.Waited += slept
 	return err == nil && (reason == observe.WakeMessage || reason == observe.WakeReconnect), err
 }
+
+// isLockedHalf is IsLocked of a read-write lock's half.
+func (m *Mutex) isLockedHalf(ctx context.Context) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
+	c := m.c
+	if err := c.enter(); err != nil {
+		return false, err
+	}
+	defer c.exit()
+	qctx, cancel := c.cmdCtx(ctx)
+	locked, err := reentrant.IsLockedRW(qctx, c.rc, m.name, m.kind.mode())
+	cancel()
+	if err != nil {
+		return false, join(masterErr(c.errAt(m.name), "is locked", err), ctx.Err())
+	}
+	return locked, nil
+}

@@ -662,3 +662,34 @@ func TestRWPartialReadReleaseKeepsTheLongerLease(t *testing.T) {
 	}
 	must(t, long.Unlock(bg()))
 }
+
+// IsLocked of each half answers as Redisson's isLocked() of that half.
+func TestRWIsLocked(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	rw := c.ReadWriteMutex(name(t))
+	check := func(step string, read, write bool) {
+		t.Helper()
+		r, err := rw.ReadLock().IsLocked(bg())
+		must(t, err)
+		w, err := rw.WriteLock().IsLocked(bg())
+		must(t, err)
+		if r != read || w != write {
+			t.Fatalf("%s: read IsLocked %v, write %v; want %v, %v", step, r, w, read, write)
+		}
+	}
+	check("free", false, false)
+	r, err := rw.ReadLock().Lock(bg())
+	must(t, err)
+	check("read", true, false)
+	must(t, r.Unlock(bg()))
+	w, err := rw.WriteLock().Lock(bg())
+	must(t, err)
+	check("write", false, true)
+	wr, err := rw.ReadLock().Lock(w.Context())
+	must(t, err)
+	check("write and its read", true, true)
+	must(t, w.Unlock(bg()))
+	check("the writer's read left", true, false)
+	must(t, wr.Unlock(bg()))
+	check("free again", false, false)
+}

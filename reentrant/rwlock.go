@@ -57,6 +57,11 @@ var renewReadSrc string
 //go:embed force_unlock_rw.lua
 var forceUnlockRWSrc string
 
+//go:embed is_locked_rw.lua
+var isLockedRWSrc string
+
+var isLockedRWScript = newScript(isLockedRWSrc)
+
 // The read-write lock's scripts (see Mode).
 var (
 	AcquireReadScript  = newScript(acquireReadSrc)
@@ -151,6 +156,22 @@ func ForceUnlockRW(ctx context.Context, c rueidis.Client, name, mode, msg, publi
 			return false, err
 		}
 		return false, fmt.Errorf("%w: force unlock: %v", ErrUnexpectedReply, err)
+	}
+	return v == 1, nil
+}
+
+// IsLockedRW reports whether the half m (ModeRead or ModeWrite) of the
+// read-write lock name is locked, as Redisson's isLocked() of that half
+// answers: the write half while a writer holds it; the read half while
+// readers hold it, the writer's own reads included.
+func IsLockedRW(ctx context.Context, c rueidis.Client, name string, m Mode) (bool, error) {
+	res := isLockedRWScript.Run(ctx, c, []string{name}, []string{m.String()})
+	v, err := res.AsInt64()
+	if err != nil {
+		if res.Error() != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%w: is locked: %v", ErrUnexpectedReply, err)
 	}
 	return v == 1, nil
 }
