@@ -78,7 +78,6 @@ func (e *LossError) Unwrap() error { return e.Err }
 // Entry is one lock held by one holder field, tracked by a Registry.
 type Entry struct {
 	name, field string
-	read        bool // a read hold of a read-write lock (reentrant.Hold.Read)
 	onLost      func(*Entry, *LossError)
 
 	// guarded by Registry.mu
@@ -89,6 +88,7 @@ type Entry struct {
 	busy     int32 // releases in flight: not renewed, still judged
 	renew    bool
 	gone     bool
+	read     bool // a read hold of a read-write lock (reentrant.Hold.Read); set once, by TrackHold
 }
 
 // mono is a time as the monotonic nanoseconds since its Registry's
