@@ -62,11 +62,17 @@ var isLockedRWSrc string
 
 var isLockedRWScript = newScript(isLockedRWSrc)
 
-// The read-write lock's scripts (see Mode).
+// The read-write lock's scripts (see Mode), in Redisson's layout and
+// rlock's counted protocol; each .lua file documents its keys, arguments
+// and answers.
 var (
-	AcquireReadScript  = newScript(acquireReadSrc)
+	// AcquireReadScript is an AcquireRequest of ModeRead.
+	AcquireReadScript = newScript(acquireReadSrc)
+	// AcquireWriteScript is an AcquireRequest of ModeWrite.
 	AcquireWriteScript = newScript(acquireWriteSrc)
-	ReleaseReadScript  = newScript(releaseReadSrc)
+	// ReleaseReadScript is a Release of ModeRead.
+	ReleaseReadScript = newScript(releaseReadSrc)
+	// ReleaseWriteScript is a Release of ModeWrite.
 	ReleaseWriteScript = newScript(releaseWriteSrc)
 	// RenewReadScript renews read holds: the hash and every timeout key
 	// of the field (see BuildRenew).
