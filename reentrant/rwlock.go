@@ -76,7 +76,8 @@ var (
 	ReleaseWriteScript = newScript(releaseWriteSrc)
 	// RenewReadScript renews read holds: the hash and every timeout key
 	// of the field (see BuildRenew).
-	RenewReadScript     = newScript(renewReadSrc)
+	RenewReadScript = newScript(renewReadSrc)
+	// ForceUnlockRWScript is ForceUnlockRW.
 	ForceUnlockRWScript = newScript(forceUnlockRWSrc)
 )
 
