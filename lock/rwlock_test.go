@@ -693,3 +693,81 @@ func TestRWIsLocked(t *testing.T) {
 	must(t, wr.Unlock(bg()))
 	check("free again", false, false)
 }
+
+// More wake-ups: an rlock writer behind a Redisson reader wakes on its
+// release ("0"); rlock readers behind an rlock writer that keeps a read
+// wake when it releases the write lock (rlock publishes "1" there).
+func TestRWWakeUpsOnReadRelease(t *testing.T) {
+	rc := raw(t)
+	java := rs.New(rc, rs.Options{})
+	wc := newWakeCounter()
+	c := newClient(t, lock.Config{Observer: wc.observer()})
+	holder := newClient(t, lock.Config{})
+	n := name(t)
+	rw := c.ReadWriteMutex(n)
+
+	if a, err := java.ReadLock(n).TryAcquire(bg(), 1, 0); err != nil || !a.Acquired {
+		t.Fatalf("Java read = %+v, %v", a, err)
+	}
+	got := make(chan error, 2)
+	go func() {
+		h, err := rw.WriteLock().Lock(bg())
+		if err == nil {
+			err = h.Unlock(bg())
+		}
+		got <- err
+	}()
+	<-wc.waiting
+	if rel, err := java.ReadLock(n).Unlock(bg(), 1); err != nil || rel != rs.Released {
+		t.Fatalf("Java read unlock = %v, %v", rel, err)
+	}
+	must(t, <-got)
+
+	// Another Client's writer holds the write lock and a read.
+	w, err := holder.ReadWriteMutex(n).WriteLock().Lock(bg())
+	must(t, err)
+	wr, err := holder.ReadWriteMutex(n).ReadLock().Lock(w.Context())
+	must(t, err)
+	go func() {
+		h, err := rw.ReadLock().Lock(bg())
+		if err == nil {
+			err = h.Unlock(bg())
+		}
+		got <- err
+	}()
+	<-wc.waiting
+	must(t, w.Unlock(bg())) // mode read: the reader may share with wr
+	must(t, <-got)
+	must(t, wr.Unlock(bg()))
+	if wc.count(observe.WakeTimeout) != 0 {
+		t.Fatal("a waiter woke at the lease")
+	}
+}
+
+// A reader whose ctx ends while it waits returns at once, leaves its
+// subscription, and leaves nothing in Redis.
+func TestRWCancelledReaderLeavesNothing(t *testing.T) {
+	wc := newWakeCounter()
+	c := newClient(t, lock.Config{Observer: wc.observer()})
+	rc := raw(t)
+	n := name(t)
+	rw := c.ReadWriteMutex(n)
+	w, err := newClient(t, lock.Config{}).ReadWriteMutex(n).WriteLock().Lock(bg())
+	must(t, err)
+	ctx, cancel := context.WithCancel(bg())
+	got := make(chan error, 1)
+	go func() {
+		_, err := rw.ReadLock().Lock(ctx)
+		got <- err
+	}()
+	<-wc.waiting
+	cancel()
+	if err := <-got; !errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled read Lock = %v", err)
+	}
+	waitUnsubscribed(t, func() int64 { return numsub(t, rc, rwChannel(n)) }, "the reader's subscription")
+	must(t, w.Unlock(bg()))
+	if ks := lockKeys(t, rc, n); len(ks) != 0 {
+		t.Fatalf("keys left: %v", ks)
+	}
+}
