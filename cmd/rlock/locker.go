@@ -73,6 +73,8 @@ type lockerConfig struct {
 	all             bool // several masters: every one must grant (MultiLock)
 	name            string
 	spin            bool              // Redisson's spin lock on every master
+	shared          bool              // the read lock of Redisson's read-write lock NAME
+	exclusive       bool              // its write lock
 	watchdogTimeout time.Duration     // 0: lock.DefaultWatchdogTimeout
 	observer        *observe.Observer // every Client's; nil: none
 }
@@ -121,11 +123,21 @@ func newLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := c.Mutex(cfg.name)
-	if cfg.spin {
-		m = c.SpinMutex(cfg.name, lock.SpinBackoff{})
+	return &singleLocker{c: c, m: cfg.mutex(c), name: cfg.name}, nil
+}
+
+// mutex is the lock cfg asks for on the master of c: the plain lock, the
+// spin lock, or a half of the read-write lock.
+func (cfg lockerConfig) mutex(c *lock.Client) *lock.Mutex {
+	switch {
+	case cfg.spin:
+		return c.SpinMutex(cfg.name, lock.SpinBackoff{})
+	case cfg.shared:
+		return c.ReadWriteMutex(cfg.name).ReadLock()
+	case cfg.exclusive:
+		return c.ReadWriteMutex(cfg.name).WriteLock()
 	}
-	return &singleLocker{c: c, m: m, name: cfg.name}, nil
+	return c.Mutex(cfg.name)
 }
 
 // lostCause returns why the hold of ctx ended, once it has: the cause

@@ -102,10 +102,7 @@ func newMultiLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	}
 	ms := make([]*lock.Mutex, len(up))
 	for i, c := range up {
-		ms[i] = c.Mutex(cfg.name)
-		if cfg.spin {
-			ms[i] = c.SpinMutex(cfg.name, lock.SpinBackoff{})
-		}
+		ms[i] = cfg.mutex(c)
 	}
 	switch {
 	case cfg.all || len(up)/2+1 < need:
