@@ -75,7 +75,7 @@ func runContention(ctx context.Context, p params) (*contentionResult, error) {
 	}
 	r := &contentionResult{Contenders: p.contenders, Hold: p.hold, Window: p.contentionWindow, RTT: summarize(rtt)}
 	cases := []contentionCase{
-		{lib: libRlock}, {lib: libRlock, shared: true}, {lib: libPoll}, {lib: libSpin},
+		{lib: libRlock}, {lib: libRlock, shared: true}, {lib: libPoll}, {lib: libSpin}, {lib: libRW},
 		{lib: libRedsync}, {lib: libRedislock},
 		{lib: libRueidislock}, {lib: libRueidislock, shared: true},
 	}

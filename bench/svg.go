@@ -25,6 +25,7 @@ var palette = map[string]string{
 	"rlock (1 client)":                 "#7fa8e8",
 	"rlock-poll":                       "#8c4fbf",
 	"rlock-spin":                       "#5f3f8f",
+	"rlock-rw":                         "#3f8fbf",
 	"rlock RedLock":                    "#1f5fbf",
 	"redsync":                          "#d62728",
 	"redsync RedLock":                  "#d62728",
