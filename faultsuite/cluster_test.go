@@ -107,12 +107,17 @@ type topology struct {
 	quorum  int
 	offset  uint64 // shifts the cycle of lead faults, so that the cases of a short run cover different ones
 	spin    bool   // the workers take Redisson's spin lock (one master)
+	// rw: the workers take the write lock of Redisson's read-write lock,
+	// without fencing tokens (Redisson has none for it), while readers
+	// share its read lock (one master; readers_test.go).
+	rw bool
 }
 
 var topologies = []topology{
 	{name: "single", masters: 1, quorum: 1, offset: 0},
 	{name: "redlock", masters: nMasters, quorum: nMasters/2 + 1, offset: defaultRounds},
 	{name: "spin", masters: 1, quorum: 1, offset: 2 * defaultRounds, spin: true},
+	{name: "rwlock", masters: 1, quorum: 1, offset: 3 * defaultRounds, rw: true},
 }
 
 // worker is one contending client: a lock.Client per master, as a separate
@@ -123,15 +128,16 @@ type worker struct {
 	tight   []*lock.Client // CommandTimeout close to the lease
 	sink    *eventSink
 	spin    bool // takes Redisson's spin lock
+	rw      bool // takes the write lock of Redisson's read-write lock
 }
 
 // newWorkers connects nWorkers workers to servers; their Clients are
 // closed when the test ends.
-func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink, spin bool) []*worker {
+func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink, topo topology) []*worker {
 	t.Helper()
 	ws := make([]*worker, nWorkers)
 	for i := range ws {
-		w := &worker{id: i, sink: sink, spin: spin}
+		w := &worker{id: i, sink: sink, spin: topo.spin, rw: topo.rw}
 		for _, tight := range []bool{false, true} {
 			for m, s := range servers {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -194,10 +200,13 @@ func (w *worker) locker(name string, tight bool) locker {
 		cs = w.tight
 	}
 	if len(cs) == 1 && w.spin {
-		return single{cs[0].SpinMutex(name, lock.SpinBackoff{})}
+		return single{m: cs[0].SpinMutex(name, lock.SpinBackoff{})}
+	}
+	if len(cs) == 1 && w.rw {
+		return single{m: cs[0].ReadWriteMutex(name).WriteLock(), noFence: true}
 	}
 	if len(cs) == 1 {
-		return single{cs[0].Mutex(name)}
+		return single{m: cs[0].Mutex(name)}
 	}
 	ms := make([]*lock.Mutex, len(cs))
 	for i, c := range cs {
@@ -206,10 +215,16 @@ func (w *worker) locker(name string, tight bool) locker {
 	return redlock{multilock.NewRedLock(ms...), w.sink.roundObserver(w.id)}
 }
 
-type single struct{ m *lock.Mutex }
+type single struct {
+	m       *lock.Mutex
+	noFence bool // a read-write lock's write half: no token (Fence 0)
+}
 
 func (s single) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {
-	opts := []lock.Option{lock.Fenced()}
+	var opts []lock.Option
+	if !s.noFence {
+		opts = append(opts, lock.Fenced())
+	}
 	if lease > 0 {
 		opts = append(opts, lock.Lease(lease))
 	}
