@@ -414,12 +414,16 @@ func TestRWMisuse(t *testing.T) {
 	for label, m := range map[string]*lock.Mutex{
 		"nil read": nilRW.ReadLock(), "nil write": nilRW.WriteLock(),
 		"empty name read": c.ReadWriteMutex("").ReadLock(), "empty name write": c.ReadWriteMutex("").WriteLock(),
+		"nil Client": (*lock.Client)(nil).ReadWriteMutex(n).ReadLock(), "zero Client": (&lock.Client{}).ReadWriteMutex(n).WriteLock(),
 	} {
 		if _, err := m.Lock(bg()); !errors.Is(err, lock.ErrInvalid) {
 			t.Fatalf("%s: Lock = %v", label, err)
 		}
 		if _, err := m.ForceUnlock(bg()); !errors.Is(err, lock.ErrInvalid) {
 			t.Fatalf("%s: ForceUnlock = %v", label, err)
+		}
+		if _, err := m.IsLocked(bg()); !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("%s: IsLocked = %v", label, err)
 		}
 	}
 	if _, err := nilRW.ForceUnlock(bg()); !errors.Is(err, lock.ErrInvalid) {
