@@ -88,12 +88,13 @@ func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter; it
-// reports whether there was a lock. For a read-write lock's half it does
-// as Redisson's: the read lock's deletes the lock only while readers hold
-// it (and wakes one waiter), the write lock's only while a writer holds it
-// (and wakes every waiter); see ReadWriteMutex.ForceUnlock for either. Holds of this Client on it are lost:
+// reports whether there was a lock. Holds of this Client on it are lost:
 // their contexts are cancelled with ErrLockLost. Other holders (other
-// processes, Redisson) find out at their next renewal.
+// processes, Redisson) find out at their next renewal. A read-write
+// lock's half does as Redisson's: the read lock's deletes the lock only
+// while readers hold it (and wakes one waiter), the write lock's only
+// while a writer holds it (and wakes every waiter); see
+// ReadWriteMutex.ForceUnlock for either.
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
