@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -771,6 +772,82 @@ func TestRWCancelledReaderLeavesNothing(t *testing.T) {
 	}
 	waitUnsubscribed(t, func() int64 { return numsub(t, rc, rwChannel(n)) }, "the reader's subscription")
 	must(t, w.Unlock(bg()))
+	if ks := lockKeys(t, rc, n); len(ks) != 0 {
+		t.Fatalf("keys left: %v", ks)
+	}
+}
+
+// Readers and writers of two Clients contend for a while: a writer holds
+// alone, readers only beside readers, every waiter gets the lock, and
+// nothing is left in Redis. Holds are counted before Unlock is called
+// and after Lock returns, so an overlap is a double grant.
+func TestRWContention(t *testing.T) {
+	n := name(t)
+	rc := raw(t)
+	cs := []*lock.Client{newClient(t, lock.Config{}), newClient(t, lock.Config{})}
+	var readers, writers atomic.Int32
+	var reads, writes atomic.Int64
+	ctx, stop := context.WithTimeout(bg(), 2*time.Second)
+	defer stop()
+	var wg sync.WaitGroup
+	fail := make(chan string, 64)
+	for i := range 10 {
+		c := cs[i%2]
+		write := i%5 == 0 || i%5 == 1
+		wg.Go(func() {
+			rw := c.ReadWriteMutex(n)
+			for ctx.Err() == nil {
+				m := rw.ReadLock()
+				if write {
+					m = rw.WriteLock()
+				}
+				lctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+				h, err := m.Lock(lctx)
+				cancel()
+				if err != nil {
+					fail <- err.Error()
+					return
+				}
+				if write {
+					if w, r := writers.Add(1), readers.Load(); w != 1 || r != 0 {
+						fail <- fmt.Sprintf("a writer granted beside %d writers and %d readers", w-1, r)
+					}
+					writes.Add(1)
+					// The writer reads too, sometimes.
+					if i%2 == 0 {
+						r, err := rw.ReadLock().Lock(h.Context())
+						if err != nil {
+							fail <- "the writer's read: " + err.Error()
+						} else if err := r.Unlock(bg()); err != nil {
+							fail <- err.Error()
+						}
+					}
+					writers.Add(-1)
+				} else {
+					if w := writers.Load(); w != 0 {
+						fail <- fmt.Sprintf("a reader granted beside %d writers", w)
+					}
+					readers.Add(1)
+					reads.Add(1)
+					time.Sleep(time.Millisecond) // a hold's work, not synchronisation
+					readers.Add(-1)
+				}
+				if err := h.Unlock(bg()); err != nil {
+					fail <- err.Error()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(fail)
+	for f := range fail {
+		t.Error(f)
+	}
+	if reads.Load() == 0 || writes.Load() == 0 {
+		t.Fatalf("%d reads, %d writes: a side starved for the whole run", reads.Load(), writes.Load())
+	}
+	t.Logf("%d reads, %d writes", reads.Load(), writes.Load())
 	if ks := lockKeys(t, rc, n); len(ks) != 0 {
 		t.Fatalf("keys left: %v", ks)
 	}
