@@ -325,8 +325,8 @@ func TestRWWatchdogRenewsReadTimeoutKeys(t *testing.T) {
 	field := c.ID() + ":" + itoa(r1.Owner())
 	for i := 0; i < 12; i++ { // four leases' worth
 		e := <-tk
-		if e.RoundTrips != 1 || e.Renewed != 3 || e.Lost != 0 {
-			t.Fatalf("tick %d: %+v; want one round trip renewing three locks", i, e)
+		if e.RoundTrips != 1 || e.Commands != 2 || e.Renewed != 3 || e.Lost != 0 {
+			t.Fatalf("tick %d: %+v; want one round trip of two commands (a read renewal, a plain one) renewing three locks", i, e)
 		}
 	}
 	for i := 1; i <= 2; i++ {
