@@ -107,7 +107,7 @@ func runContention(ctx context.Context, p params) (*contentionResult, error) {
 	}
 	r := &contentionResult{Contenders: p.contenders, Hold: p.hold, Window: p.contentionWindow, RTT: summarize(rtt)}
 	cases := []contentionCase{
-		{lib: libRlock}, {lib: libRlock, shared: true}, {lib: libPoll}, {lib: libSpin}, {lib: libFair},
+		{lib: libRlock}, {lib: libRlock, shared: true}, {lib: libPoll}, {lib: libSpin}, {lib: libFair}, {lib: libRW},
 		{lib: libRedsync}, {lib: libRedislock},
 		{lib: libRueidislock}, {lib: libRueidislock, shared: true},
 	}

@@ -154,6 +154,12 @@ var (
 		config: "rlock's fair lock (Client.FairMutex, Redisson's getFairLock): waiters queue in Redis and are granted in order; a release wakes only the queue's head, on its own channel",
 		open:   openFair,
 	}
+	libRW = library{
+		client: "rueidis",
+		name:   "rlock-rw",
+		config: fmt.Sprintf("rlock's read-write lock (Client.ReadWriteMutex, Redisson's getReadWriteLock): one contender in %d takes the write lock, the others the read lock, which they share (so acquisitions can pass a mutex's ideal); waiters woken by pub/sub, readers without queueing", rwWriterEvery),
+		open:   openRW,
+	}
 	libRedsync = library{
 		client: "go-redis",
 		name:   "redsync",
@@ -260,6 +266,40 @@ func openPoll(ctx context.Context, addr string, o openOpts) (locker, error) {
 		return nil, err
 	}
 	return pollLocker{l.(*rlockLocker)}, nil
+}
+
+// rwLocker takes rlock's read-write lock: the write lock when write, else
+// the read lock.
+type rwLocker struct {
+	*rlockLocker
+	write bool
+}
+
+// rwWriterEvery makes one rlock-rw contender in that many a writer.
+const rwWriterEvery = 4
+
+// rwOpened counts the rwLockers opened: every rwWriterEvery-th writes.
+var rwOpened atomic.Int64
+
+func openRW(ctx context.Context, addr string, o openOpts) (locker, error) {
+	l, err := openRlock(ctx, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	return rwLocker{l.(*rlockLocker), rwOpened.Add(1)%rwWriterEvery == 1}, nil
+}
+
+func (l rwLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	rw := l.c.ReadWriteMutex(name)
+	m := rw.ReadLock()
+	if l.write {
+		m = rw.WriteLock()
+	}
+	h, err := m.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return h.Unlock, nil
 }
 
 // spinLocker takes rlock's spin lock.

@@ -342,6 +342,7 @@ func (r *results) markdown(img string) string {
 		{"rlock-poll", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libPoll.config},
 		{"rlock-spin", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libSpin.config},
 		{"rlock-fair", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libFair.config},
+		{"rlock-rw", "github.com/rlock-go/rlock/lock", v["github.com/rlock-go/rlock"], libRW.config},
 		{"redsync", "github.com/go-redsync/redsync/v4", v["github.com/go-redsync/redsync/v4"], libRedsync.config + fmt.Sprintf(" (go-redis %s)", v["github.com/redis/go-redis/v9"])},
 		{"redislock", "github.com/bsm/redislock", v["github.com/bsm/redislock"], libRedislock.config},
 		{"rueidislock", "github.com/redis/rueidis/rueidislock", v["github.com/redis/rueidis"], libRueidislock.config},

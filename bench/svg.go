@@ -26,6 +26,7 @@ var palette = map[string]string{
 	"rlock-poll":                       "#8c4fbf",
 	"rlock-spin":                       "#5f3f8f",
 	"rlock-fair":                       "#8f3f5f",
+	"rlock-rw":                         "#3f8fbf",
 	"rlock RedLock":                    "#1f5fbf",
 	"redsync":                          "#d62728",
 	"redsync RedLock":                  "#d62728",

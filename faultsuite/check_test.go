@@ -19,7 +19,9 @@ type roundResult struct {
 	seed     uint64
 	faults   []fault
 	outside  bool // the round broke an assumption
-	fence    bool // the fencing counters survived its faults
+	fence    bool // the fencing counters survived its faults (never for the rwlock topology: no tokens)
+	rw       bool // the rwlock topology
+	readings int  // the readers' holds (rwlock)
 	holdings int
 	writes   int
 
@@ -82,9 +84,11 @@ type roundResult struct {
 func (r *round) check() roundResult {
 	hs := r.hist.snapshot()
 	reads, failed, probes := r.hist.observations()
-	// A fair lock takes no tokens: only exclusion and counts are checked.
-	fenced := !r.topo.fair
-	res := roundResult{seed: r.seed, faults: r.faults, outside: r.outside(), fence: fenced && !r.countersLost(), tokenless: !fenced, holdings: len(hs), history: hs, events: r.events}
+	// A fair lock and a read-write lock's write half take no tokens:
+	// only exclusion and counts are checked.
+	fenced := !r.topo.fair && !r.topo.rw
+	res := roundResult{seed: r.seed, faults: r.faults, outside: r.outside(), fence: fenced && !r.countersLost(), tokenless: !fenced, rw: r.topo.rw,
+		holdings: len(hs), history: hs, events: r.events}
 	r.injectMu.Lock()
 	res.injected = r.injected
 	r.injectMu.Unlock()
@@ -97,6 +101,9 @@ func (r *round) check() roundResult {
 			res.countFencing(hs, h)
 		}
 	}
+	rs := r.readings.snapshot()
+	res.readings = len(rs)
+	res.doubleGrants += rwOverlaps(hs, rs)
 	for _, p := range probes {
 		h := &hs[p.holding]
 		if p.known && h.lease == 0 && h.lostAt < h.unlockCall {

@@ -108,6 +108,10 @@ type topology struct {
 	offset  uint64 // shifts the cycle of lead faults, so that the cases of a short run cover different ones
 	spin    bool   // the workers take Redisson's spin lock (one master)
 	fair    bool   // the workers take Redisson's fair lock (one master): no fencing tokens
+	// rw: the workers take the write lock of Redisson's read-write lock,
+	// without fencing tokens (Redisson has none for it), while readers
+	// share its read lock (one master; readers_test.go).
+	rw bool
 }
 
 var topologies = []topology{
@@ -115,6 +119,7 @@ var topologies = []topology{
 	{name: "redlock", masters: nMasters, quorum: nMasters/2 + 1, offset: defaultRounds},
 	{name: "spin", masters: 1, quorum: 1, offset: 2 * defaultRounds, spin: true},
 	{name: "fair", masters: 1, quorum: 1, offset: 3 * defaultRounds, fair: true},
+	{name: "rwlock", masters: 1, quorum: 1, offset: 4 * defaultRounds, rw: true},
 }
 
 // worker is one contending client: a lock.Client per master, as a separate
@@ -126,6 +131,7 @@ type worker struct {
 	sink    *eventSink
 	spin    bool // takes Redisson's spin lock
 	fair    bool // takes Redisson's fair lock, without fencing tokens
+	rw      bool // takes the write lock of Redisson's read-write lock
 }
 
 // newWorkers connects nWorkers workers to servers; their Clients are
@@ -134,7 +140,7 @@ func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink, to
 	t.Helper()
 	ws := make([]*worker, nWorkers)
 	for i := range ws {
-		w := &worker{id: i, sink: sink, spin: topo.spin, fair: topo.fair}
+		w := &worker{id: i, sink: sink, spin: topo.spin, fair: topo.fair, rw: topo.rw}
 		for _, tight := range []bool{false, true} {
 			for m, s := range servers {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -202,6 +208,9 @@ func (w *worker) locker(name string, tight bool) locker {
 	if len(cs) == 1 && w.fair {
 		return single{m: cs[0].FairMutex(name), noFence: true}
 	}
+	if len(cs) == 1 && w.rw {
+		return single{m: cs[0].ReadWriteMutex(name).WriteLock(), noFence: true}
+	}
 	if len(cs) == 1 {
 		return single{m: cs[0].Mutex(name)}
 	}
@@ -214,7 +223,7 @@ func (w *worker) locker(name string, tight bool) locker {
 
 type single struct {
 	m       *lock.Mutex
-	noFence bool // a fair lock: Redisson offers no fencing token
+	noFence bool // a fair lock, a read-write lock's write half: no token (Fence 0)
 }
 
 func (s single) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {

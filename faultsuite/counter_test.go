@@ -71,7 +71,7 @@ func (c *counter) countOn(m int, owner uint64) (int, bool) {
 	}
 	suffix := ":" + strconv.FormatUint(owner, 10)
 	for f, v := range kv {
-		if strings.HasSuffix(f, suffix) {
+		if strings.HasSuffix(strings.TrimSuffix(f, ":write"), suffix) { // a read-write lock's writer: "...:<owner>:write"
 			n, err := strconv.Atoi(v)
 			return n, err == nil
 		}

@@ -8,6 +8,13 @@
 // redis-server processes and, when Docker is there, containers (package
 // integration). Each holder writes to an in-process resource that accepts a
 // write only with a fencing token at least as high as any it has accepted.
+// Two more cases take Redisson's other kinds on one master: the spin lock,
+// and the read-write lock (rwlock), whose workers take the write lock
+// without tokens (Redisson has none for it; its rounds are checked for
+// exclusion and hold counts, not fencing) while two readers share the read
+// lock; a writer's write or a reader's look made, believing it held the
+// lock, after the other kind was granted is a double grant
+// (readers_test.go).
 // Meanwhile a scheduler injects faults drawn from a seed: kill with a
 // delayed restart, restart keeping the (persisted) data, pauses and
 // partitions shorter and longer than the lease, a clock within the drift

@@ -93,8 +93,12 @@ func (s *summary) add(res roundResult) {
 
 // line is one round's figures for the log.
 func (res roundResult) line() string {
-	return fmt.Sprintf("%d holds, %d writes; double grants %d; stale writes rejected %d, accepted %d; fresh writes rejected %d; inverted tokens %d; losses signalled %d (late %d, by up to %v), unsignalled %d; false losses %d of %d probed; counts read %d, below %d, above %d; commands hit %v; losses reported up to %v after the lease ran out; %s: %s",
-		res.holdings, res.writes, res.doubleGrants, res.staleRejected, res.staleAccepted, res.freshRejected, res.inverted,
+	reads := ""
+	if res.rw {
+		reads = fmt.Sprintf(" (and %d read holds)", res.readings)
+	}
+	return fmt.Sprintf("%d holds%s, %d writes; double grants %d; stale writes rejected %d, accepted %d; fresh writes rejected %d; inverted tokens %d; losses signalled %d (late %d, by up to %v), unsignalled %d; false losses %d of %d probed; counts read %d, below %d, above %d; commands hit %v; losses reported up to %v after the lease ran out; %s: %s",
+		res.holdings, reads, res.writes, res.doubleGrants, res.staleRejected, res.staleAccepted, res.freshRejected, res.inverted,
 		res.signalled, res.late, res.lateBy.Round(time.Millisecond), res.unsignalled, res.falseLoss, res.probed,
 		res.reads, res.countBelow, res.countAbove, res.injected, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/lock"
 )
 
 // Bounds of a round. A round normally takes one to three seconds.
@@ -36,6 +37,8 @@ type round struct {
 	events  *events
 	res     resource
 	pauses  pauses
+	// readings are the readers' holds (the rwlock topology).
+	readings readings
 
 	modeMu  sync.Mutex
 	cur     workerMode
@@ -94,8 +97,9 @@ type caseRun struct {
 	topo    topology
 	workers []*worker
 	sink    *eventSink
-	kinds   []string // the fault kinds allowed; nil: all
-	direct  *direct  // connections bypassing the proxies, for count reads
+	kinds   []string       // the fault kinds allowed; nil: all
+	direct  *direct        // connections bypassing the proxies, for count reads
+	readers []*lock.Client // the rwlock topology's readers, one Client each
 }
 
 // round runs one round and returns what it showed. Problems with the
@@ -123,6 +127,9 @@ func (c *caseRun) round(t *testing.T, seed uint64) (roundResult, error) {
 	var wg sync.WaitGroup
 	for _, w := range ws {
 		wg.Go(func() { w.run(wctx, r) })
+	}
+	for i, c := range c.readers {
+		wg.Go(func() { r.read(wctx, i, c) })
 	}
 	err := r.schedule(ctx)
 	stop()

@@ -13,9 +13,9 @@ import (
 // to run the suite against another version (see docs/safety.md, "Teeth"),
 // list that version's scripts here.
 var scriptsByRole = map[string][]*reentrant.Script{
-	"acquire": {reentrant.AcquireCountedScript},
-	"release": {reentrant.ReleaseScript},
-	"renew":   {reentrant.RenewScript},
+	"acquire": {reentrant.AcquireCountedScript, reentrant.AcquireWriteScript, reentrant.AcquireReadScript},
+	"release": {reentrant.ReleaseScript, reentrant.ReleaseWriteScript, reentrant.ReleaseReadScript},
+	"renew":   {reentrant.RenewScript, reentrant.RenewReadScript},
 }
 
 // scriptMatcher matches the EVALSHA (or its EVAL fallback) of a script of

@@ -41,6 +41,9 @@ func runCase(t *testing.T, s settings, cl *cluster, topo topology) {
 	c := &caseRun{cl: cl, topo: topo, sink: &eventSink{}, kinds: s.kinds}
 	c.workers = newWorkers(t, cl.servers[:topo.masters], c.sink, topo)
 	c.direct = newDirect(t, cl.servers[:topo.masters])
+	if topo.rw {
+		c.readers = newReaders(t, cl.servers[0])
+	}
 	sum := newSummary(cl.backend, topo)
 	start := time.Now()
 	deadline, hasDeadline := t.Deadline()

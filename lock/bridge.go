@@ -6,7 +6,6 @@ import (
 
 	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/pubsub"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 func init() {
@@ -57,7 +56,7 @@ func (m *Mutex) heldBy(owner uint64) bool {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := c.ledgers[key(m.name, reentrant.Field(c.id, owner))]
+	l := c.ledgers[key(m.name, c.field(m.kind, owner))]
 	return l != nil && len(l.helds) > 0
 }
 
@@ -71,7 +70,7 @@ func (m *Mutex) watch(ctx context.Context) (*pubsub.Waiter, error) {
 		return nil, err
 	}
 	defer c.exit()
-	w, err := c.hub.Subscribe(ctx, reentrant.ChannelName(m.name))
+	w, err := c.hub.Subscribe(ctx, m.kind.channel(m.name))
 	if err != nil {
 		return nil, masterErr(c.errAt(m.name), "subscribe", err)
 	}

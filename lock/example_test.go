@@ -321,3 +321,58 @@ func ExampleClient_FairMutex() {
 	}
 	// Output: the second owner waited in the queue and gave up: true
 }
+
+// A read-write lock (Redisson's getReadWriteLock): readers share it, a
+// writer excludes everyone else, and the writer may also read.
+func ExampleClient_ReadWriteMutex() {
+	ctx := context.Background()
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{exampleAddr()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() {
+		if err := c.Close(ctx); err != nil {
+			fmt.Println(err)
+		}
+	}()
+	rw := c.ReadWriteMutex("example:catalog")
+	r1, err := rw.ReadLock().Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r2, err := rw.ReadLock().Lock(ctx) // another owner: readers share
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = rw.WriteLock().TryLock(ctx)
+	fmt.Println("writer while reading:", errors.Is(err, lock.ErrNotAcquired))
+	for _, h := range []*lock.Held{r1, r2} {
+		if err := h.Unlock(ctx); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	w, err := rw.WriteLock().Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := rw.ReadLock().Lock(w.Context()) // the writer reads too
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, h := range []*lock.Held{r, w} {
+		if err := h.Unlock(ctx); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	fmt.Println("done")
+	// Output:
+	// writer while reading: true
+	// done
+}

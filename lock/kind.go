@@ -15,15 +15,36 @@ type kind uint8
 const (
 	kindPlain kind = iota // getLock, getFencedLock, getNonReentrantLock
 	kindSpin              // getSpinLock: the plain scripts; releases publish nothing
-	kindFair              // getFairLock: a queue in Redis; releases wake its head
+	kindRead              // getReadWriteLock(name).readLock(): rwlock.go
+	kindWrite             // getReadWriteLock(name).writeLock(): rwlock.go
+	kindFair              // getFairLock: a queue in Redis; releases wake its head (fair.go)
 )
 
-// scripts returns the reentrant kind of k's scripts.
-func (k kind) scripts() reentrant.Kind {
-	if k == kindFair {
-		return reentrant.Fair
+// mode is the wire protocol of kind k: its scripts and keys.
+func (k kind) mode() reentrant.Mode {
+	switch k {
+	case kindRead:
+		return reentrant.ModeRead
+	case kindWrite:
+		return reentrant.ModeWrite
+	case kindFair:
+		return reentrant.ModeFair
 	}
-	return reentrant.Plain
+	return reentrant.ModeLock
+}
+
+// channel is the channel on which releases of the lock name of kind k
+// are announced and its waiters listen.
+func (k kind) channel(name string) string { return k.mode().Channel(name) }
+
+// field is owner's holder field in a lock of kind k: a writer's ends in
+// ":write".
+func (c *Client) field(k kind, owner uint64) string {
+	f := reentrant.Field(c.id, owner)
+	if k == kindWrite {
+		return reentrant.WriterField(f)
+	}
+	return f
 }
 
 // publishFor returns the publish command of a release of a hold taken by
@@ -39,5 +60,5 @@ func (c *Client) publishFor(k kind) string {
 // acquisition; the caller holds l's turn.
 func (c *Client) newRelease(l *ledger, lease time.Duration) reentrant.Release {
 	return reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.kind), LatchTTL: c.recordTTL(), Kind: l.kind.scripts()}
+		RequestID: reentrant.NewRequestID(), Publish: c.publishFor(l.kind), LatchTTL: c.recordTTL(), Mode: l.kind.mode()}
 }

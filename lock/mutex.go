@@ -191,8 +191,8 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 		return nil, err
 	}
 	o.kind, o.once = m.kind, m.once
-	if o.kind == kindFair && o.fenced {
-		return nil, invalidf("Fenced with a fair lock: Redisson has no fenced fair lock")
+	if o.fenced && o.kind.mode() != reentrant.ModeLock {
+		return nil, invalidf("Fenced with a %s lock (Redisson has no fenced %s lock)", o.kind.mode(), o.kind.mode())
 	}
 	c := m.c
 	if err := c.enter(); err != nil {
@@ -201,7 +201,10 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	defer c.exit()
 
 	ctx, owner := ownerOf(ctx)
-	l := c.use(m.name, reentrant.Field(c.id, owner))
+	if err := c.upgrade(m, owner); err != nil {
+		return nil, err
+	}
+	l := c.use(m.name, c.field(m.kind, owner))
 	defer c.unuse(l)
 	a := &acquisition{m: m, c: c, ctx: ctx, octx: ctx, l: l, owner: owner, o: o, blocking: blocking, start: time.Now()}
 	if !blocking {
@@ -253,7 +256,10 @@ func (a *acquisition) run() (held *Held, err error) {
 	if held, done, err := a.direct(); done {
 		return held, err
 	}
-	q, mb := c.joinQueue(m.name)
+	if m.kind == kindRead {
+		return a.share()
+	}
+	q, mb := c.joinQueue(m.kind.channel(m.name))
 	defer c.leaveQueue(q, mb)
 	// A wake-up taken from the subscription and not used by an answered
 	// attempt is passed on when the call leaves: another waiter of the
@@ -588,8 +594,8 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
 	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
-		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name),
-		Kind: o.kind.scripts(), Wait: c.cfg.FairLockWaitTimeout}
+		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name), Mode: o.kind.mode(),
+		Wait: c.cfg.FairLockWaitTimeout}
 	if o.fair != nil {
 		req.Queue, req.Wait = true, o.fair.wait
 		l.joinFair(o.fair)
@@ -755,7 +761,8 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 	}
 	renew := l.renewing > 0
 	if first {
-		l.entry = c.wd.Track(l.name, l.field, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { c.onLost(l, e, le) })
+		h := reentrant.Hold{Name: l.name, Field: l.field, Read: o.kind == kindRead}
+		l.entry = c.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { c.onLost(l, e, le) })
 	} else {
 		c.wd.Extend(l.entry, lease, sent)
 		c.wd.SetRenew(l.entry, renew)

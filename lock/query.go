@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -16,10 +15,15 @@ import (
 const NoExpiry = time.Duration(math.MaxInt64)
 
 // IsLocked reports whether anyone (here, another process, or a Redisson
-// service) holds the lock.
+// service) holds the lock. A read-write lock's half answers as Redisson's
+// isLocked() of that half: the write lock while a writer holds it, the
+// read lock while readers hold it (a writer's own reads included).
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	if m != nil && m.kind.mode() != reentrant.ModeLock {
+		return m.isLockedHalf(ctx)
+	}
 	var n int64
 	err := m.query(ctx, "exists", func(c rueidis.Client) rueidis.Completed {
 		return c.B().Exists().Key(m.name).Build()
@@ -43,7 +47,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, wrapf(ErrNotHeld, "hold count of %q: the context carries no owner: pass the Held's Context()", m.name)
 	}
-	field := reentrant.Field(m.c.id, owner)
+	field := m.c.field(m.kind, owner)
 	var n int
 	err := m.query(ctx, "hold count", func(c rueidis.Client) rueidis.Completed {
 		return c.B().Hget().Key(m.name).Field(field).Build()
@@ -86,10 +90,17 @@ func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter; it
 // reports whether there was a lock. Holds of this Client on it are lost:
 // their contexts are cancelled with ErrLockLost. Other holders (other
-// processes, Redisson) find out at their next renewal.
+// processes, Redisson) find out at their next renewal. A read-write
+// lock's half does as Redisson's: the read lock's deletes the lock only
+// while readers hold it (and wakes one waiter), the write lock's only
+// while a writer holds it (and wakes every waiter); see
+// ReadWriteMutex.ForceUnlock for either.
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if m != nil && m.kind.mode() != reentrant.ModeLock {
+		return m.forceUnlockHalf(ctx)
+	}
 	if err := m.check(ctx); err != nil {
 		return false, err
 	}
@@ -112,17 +123,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, join(masterErr(c.errAt(m.name), "force unlock", err), ctx.Err())
 	}
-	c.mu.Lock()
-	var lost []*ledger
-	for _, l := range c.ledgers {
-		if l.name == m.name {
-			lost = append(lost, l)
-		}
-	}
-	c.mu.Unlock()
-	for _, l := range lost {
-		c.loseAll(l, observe.LossForceUnlocked, "force-unlocked by this client")
-	}
+	c.loseName(m.name)
 	return deleted, nil
 }
 

@@ -6,10 +6,10 @@ import (
 
 	"github.com/rlock-go/rlock/internal/line"
 	"github.com/rlock-go/rlock/pubsub"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
-// A queue is the Client's line of waiters for one lock name: they wait
+// A queue is the Client's line of waiters for one lock channel (one lock
+// name, or a read-write lock's writers; its readers do not queue): they wait
 // in arrival order, and only the head contends in Redis, so a process
 // sends one contender per name whatever the number of goroutines waiting.
 // The head sleeps on the queue's one subscription to the lock's channel
@@ -23,8 +23,8 @@ import (
 // Client.mu. The subscription is opened by a head and closed by the last
 // member to leave.
 type queue struct {
-	name  string
-	users int // guarded by Client.mu
+	name  string // the lock's channel (its key in Client.queues)
+	users int    // guarded by Client.mu
 	kick  chan struct{}
 
 	mu   sync.Mutex
@@ -32,7 +32,8 @@ type queue struct {
 	sub  *pubsub.Waiter
 }
 
-// joinQueue returns name's queue with the caller as its last member.
+// joinQueue returns the queue of the lock channel name with the caller as
+// its last member.
 func (c *Client) joinQueue(name string) (*queue, *line.Member) {
 	c.mu.Lock()
 	q := c.queues[name]
@@ -89,7 +90,7 @@ func (c *Client) subscription(ctx context.Context, q *queue) *pubsub.Waiter {
 		return w
 	}
 	q.mu.Unlock()
-	w, err := c.hub.Subscribe(ctx, reentrant.ChannelName(q.name))
+	w, err := c.hub.Subscribe(ctx, q.name)
 	if err != nil {
 		return nil
 	}
@@ -105,7 +106,8 @@ func (c *Client) subscription(ctx context.Context, q *queue) *pubsub.Waiter {
 	return old
 }
 
-// kickQueue wakes name's head: this Client just released the lock.
+// kickQueue wakes the head of the queue of the lock channel name: this
+// Client just released the lock.
 func (c *Client) kickQueue(name string) {
 	c.mu.Lock()
 	q := c.queues[name]

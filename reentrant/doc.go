@@ -20,6 +20,11 @@
 //     decrementing the hold count twice; rlock's acquire and settle use a
 //     key of the same form as a request's record.
 //
+// Redisson's read-write lock (Mode, ModeRead and ModeWrite) keeps its
+// layout too: a 'mode' field in the same hash, reader fields with one
+// timeout key per hold (ReadTimeoutPrefix), writer fields ending in
+// ":write", and the channel RWChannelName.
+//
 // The scripts are rlock's own: they keep that layout, answer per request
 // (an AcquireRequest sent again after a lost reply is answered, not
 // applied twice) and never shorten a key's expiry. docs/redisson.md lists

@@ -10,18 +10,6 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Kind is the Redisson lock kind whose scripts a request runs.
-type Kind uint8
-
-const (
-	// Plain is getLock's layout and scripts (also the spin and the
-	// non-reentrant lock's, and the fenced lock's with a token).
-	Plain Kind = iota
-	// Fair is getFairLock's: the plain hash, a queue of waiters and their
-	// timeouts; a release wakes only the waiter at the queue's head.
-	Fair
-)
-
 //go:embed acquire_fair.lua
 var acquireFairSrc string
 
@@ -62,17 +50,20 @@ func FairWaiterChannel(name, field string) string { return ChannelName(name) + "
 // scripts take it (Redisson's System.currentTimeMillis()).
 func nowMs() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
 
-func (r AcquireRequest) runFair(ctx context.Context, c rueidis.Client) (AcquireResult, error) {
+// callFair returns the script, keys and args of a ModeFair acquire.
+func (r AcquireRequest) callFair(latch, known string) (*Script, []string, []string) {
 	queue := "0"
 	if r.Queue {
 		queue = "1"
 	}
-	res, acked := r.Sync.runSynced(ctx, c, AcquireFairScript,
-		[]string{r.Name, FairQueueName(r.Name), FairTimeoutName(r.Name), LatchName(r.Name, r.RequestID)},
-		[]string{ms(r.Lease), r.Field, strconv.Itoa(r.Known), ms(r.Wait), nowMs(), queue}, nil)
-	out, err := parseAcquire(res)
-	out.Acked = acked
-	return out, err
+	return AcquireFairScript, []string{r.Name, FairQueueName(r.Name), FairTimeoutName(r.Name), latch},
+		[]string{ms(r.Lease), r.Field, known, ms(r.Wait), nowMs(), queue}
+}
+
+// callFair returns the script, keys and args of a ModeFair release.
+func (r Release) callFair(latch string) (*Script, []string, []string) {
+	return ReleaseFairScript, []string{r.Name, FairQueueName(r.Name), FairTimeoutName(r.Name), ChannelName(r.Name), latch},
+		[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL), nowMs()}
 }
 
 // LeaveFair takes Field out of the fair lock Name's queue, as Redisson's

@@ -66,7 +66,7 @@ type Release struct {
 	Publish   string        // Publish or ShardedPublish; "" publishes nothing (a spin lock)
 	LatchTTL  time.Duration // how long the latch answers retries
 	Sync      Sync          // wait for replicas (see Sync and RunSynced)
-	Kind      Kind          // Fair wakes only the waiter at the queue's head
+	Mode      Mode          // the lock kind (ModeLock: Redisson's RLock)
 }
 
 // Run sends the release script once (with r.Sync, followed by WAIT).
@@ -84,19 +84,8 @@ func (r Release) RunSynced(ctx context.Context, c rueidis.Client) (ReleaseResult
 	rearm := func() []rueidis.Completed {
 		return []rueidis.Completed{c.B().Pexpire().Key(latch).Milliseconds(r.LatchTTL.Milliseconds()).Build()}
 	}
-	var (
-		res   rueidis.RedisResult
-		acked int
-	)
-	if r.Kind == Fair {
-		res, acked = r.Sync.runSynced(ctx, c, ReleaseFairScript,
-			[]string{r.Name, FairQueueName(r.Name), FairTimeoutName(r.Name), ChannelName(r.Name), latch},
-			[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL), nowMs()}, rearm)
-	} else {
-		res, acked = r.Sync.runSynced(ctx, c, ReleaseScript,
-			[]string{r.Name, ChannelName(r.Name), latch},
-			[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL)}, rearm)
-	}
+	sc, keys, args := r.call()
+	res, acked := r.Sync.runSynced(ctx, c, sc, keys, args, rearm)
 	out, err := parseRelease(res)
 	return out, acked, err
 }

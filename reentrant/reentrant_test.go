@@ -3,6 +3,7 @@ package reentrant_test
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -56,7 +57,8 @@ func TestNames(t *testing.T) {
 // The SHA1s rlock sends by EVALSHA are the ones Redis computes.
 func TestScriptSHAsMatchRedis(t *testing.T) {
 	rc := client(t)
-	for _, s := range []*reentrant.Script{reentrant.AcquireCountedScript, reentrant.SettleScript, reentrant.ReleaseScript, reentrant.RenewScript, reentrant.ForceUnlockScript, reentrant.FenceRaiseScript} {
+	for _, s := range []*reentrant.Script{reentrant.AcquireCountedScript, reentrant.SettleScript, reentrant.ReleaseScript, reentrant.RenewScript, reentrant.ForceUnlockScript, reentrant.FenceRaiseScript,
+		reentrant.AcquireReadScript, reentrant.AcquireWriteScript, reentrant.ReleaseReadScript, reentrant.ReleaseWriteScript, reentrant.RenewReadScript, reentrant.ForceUnlockRWScript} {
 		sha, err := rc.Do(bg(), rc.B().ScriptLoad().Script(s.Source()).Build()).ToString()
 		if err != nil || sha != s.SHA1() {
 			t.Fatalf("SCRIPT LOAD = %q, %v; rlock computes %q", sha, err, s.SHA1())
@@ -168,4 +170,83 @@ func TestWrongTypeKey(t *testing.T) {
 func acquire(rc rueidis.Client, name, field string, lease time.Duration, known int, fenced bool) (reentrant.AcquireResult, error) {
 	req := reentrant.AcquireRequest{Name: name, Field: field, Lease: lease, Known: known, RequestID: reentrant.NewRequestID(), Fenced: fenced}
 	return req.Run(bg(), rc)
+}
+
+// Read-write lock names, from Redisson's source: the channel
+// (prefixName "redisson_rwlock"), the reader's timeout-key prefix
+// (suffixName(name, field) + ":rwlock_timeout") and the writer's field.
+func TestRWNames(t *testing.T) {
+	cases := []struct{ got, want string }{
+		{reentrant.RWChannelName("orders:42"), "redisson_rwlock:{orders:42}"},
+		{reentrant.RWChannelName("user:{7}:cart"), "redisson_rwlock:user:{7}:cart"},
+		{reentrant.ReadTimeoutPrefix("a", "u:1"), "{a}:u:1:rwlock_timeout"},
+		{reentrant.ReadTimeoutPrefix("x{y}", "u:1"), "x{y}:u:1:rwlock_timeout"},
+		{reentrant.WriterField("u:1"), "u:1:write"},
+		{reentrant.ModeRead.Channel("a"), "redisson_rwlock:{a}"},
+		{reentrant.ModeLock.Channel("a"), "redisson_lock__channel:{a}"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// Read holds go out in commands of their own (two keys a hold: 50 a
+// command), beside the plain ones, in one DoMulti; each renews the hash
+// and every timeout key of its field.
+func TestRenewBatchesReadHolds(t *testing.T) {
+	rc := client(t)
+	if err := reentrant.Load(bg(), rc); err != nil {
+		t.Fatal(err)
+	}
+	var holds []reentrant.Hold
+	for i := 0; i < 90; i++ {
+		h := reentrant.Hold{Name: t.Name() + ":" + strconv.Itoa(i), Field: "f:1", Read: i%3 != 0}
+		mode := reentrant.ModeWrite
+		if h.Read {
+			mode = reentrant.ModeRead
+		} else {
+			h.Field = reentrant.WriterField("f:1")
+		}
+		for k := 0; k < 2; k++ { // two holds: timeout keys 1 and 2
+			a, err := reentrant.AcquireRequest{Name: h.Name, Field: h.Field, Lease: time.Second, Known: k,
+				RequestID: reentrant.NewRequestID(), Mode: mode}.Run(bg(), rc)
+			if err != nil || a.Status != reentrant.Acquired {
+				t.Fatalf("acquire = %+v, %v", a, err)
+			}
+		}
+		holds = append(holds, h)
+	}
+	b := reentrant.BuildRenew(rc, time.Minute, holds)
+	sizes := []int{}
+	for _, hs := range b.Holds {
+		sizes = append(sizes, len(hs))
+	}
+	if !slices.Equal(sizes, []int{30, 50, 10}) { // 30 writes; 60 reads, 50 a command (100 keys)
+		t.Fatalf("commands of %v holds, want 30, 50, 10", sizes)
+	}
+	for i, res := range rc.DoMulti(bg(), b.Cmds...) {
+		r, err := reentrant.ParseRenew(res, len(b.Holds[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, ok := range r {
+			if !ok {
+				t.Fatalf("hold %d of command %d not renewed", j, i)
+			}
+		}
+	}
+	for _, h := range holds {
+		ks := []string{h.Name}
+		if h.Read {
+			ks = append(ks, reentrant.ReadTimeoutPrefix(h.Name, h.Field)+":1", reentrant.ReadTimeoutPrefix(h.Name, h.Field)+":2")
+		}
+		for _, k := range ks {
+			if p, _ := rc.Do(bg(), rc.B().Pttl().Key(k).Build()).AsInt64(); p <= time.Second.Milliseconds() {
+				t.Fatalf("PTTL %s = %d after renewal to a minute", k, p)
+			}
+		}
+	}
+	rc.Do(bg(), rc.B().Flushall().Build())
 }

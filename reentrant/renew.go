@@ -16,12 +16,16 @@ const maxRenewBatch = 100
 type Hold struct {
 	Name  string
 	Field string
+	// Read marks a read hold of a read-write lock (ModeRead): its
+	// renewal extends the hash and every timeout key of the field.
+	Read bool
 }
 
 // RenewBatch is a set of renew commands and the holds each one covers.
 type RenewBatch struct {
 	Cmds  []rueidis.Completed
 	Holds [][]Hold // Holds[i] are the keys of Cmds[i], in order
+	sc    []*Script
 	keys  [][]string
 	args  [][]string
 }
@@ -29,50 +33,67 @@ type RenewBatch struct {
 // Eval builds the EVAL form of Cmds[i], to resend it after the server
 // answered NOSCRIPT (its script cache was flushed or it restarted).
 func (b *RenewBatch) Eval(c rueidis.Client, i int) rueidis.Completed {
-	return RenewScript.Eval(c, b.keys[i], b.args[i])
+	return b.sc[i].Eval(c, b.keys[i], b.args[i])
 }
 
-// BuildRenew splits holds into chunks of at most maxRenewBatch and builds
-// one EVALSHA per chunk; in a Redis Cluster it first groups them by slot,
-// since one command may only touch one slot. Send them together with
-// DoMulti: one round trip however many locks are held.
+// BuildRenew splits holds into chunks of at most maxRenewBatch keys and
+// builds one EVALSHA per chunk: RenewScript for plain and write holds,
+// RenewReadScript (two keys a hold) for read holds; in a Redis Cluster it
+// first groups them by slot, since one command may only touch one slot.
+// Send them together with DoMulti: one round trip however many locks are
+// held, of whatever kinds.
 func BuildRenew(c rueidis.Client, lease time.Duration, holds []Hold) RenewBatch {
+	type group struct {
+		slot uint16
+		read bool
+	}
 	var b RenewBatch
-	groups := map[uint16][]Hold{}
-	var order []uint16
+	groups := map[group][]Hold{}
+	var order []group
 	cluster := c.Mode() == rueidis.ClientModeCluster
 	for _, h := range holds {
-		var slot uint16
+		g := group{read: h.Read}
 		if cluster {
 			probe := c.B().Pttl().Key(h.Name).Build()
-			slot = probe.Slot()
+			g.slot = probe.Slot()
 		}
-		if _, ok := groups[slot]; !ok {
-			order = append(order, slot)
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
 		}
-		groups[slot] = append(groups[slot], h)
+		groups[g] = append(groups[g], h)
 	}
-	leaseArg := ms(lease)
-	for _, slot := range order {
-		g := groups[slot]
-		for len(g) > 0 {
-			n := min(len(g), maxRenewBatch)
-			chunk := g[:n]
-			g = g[n:]
-			keys := make([]string, n)
-			args := make([]string, n+1)
-			args[0] = leaseArg
-			for i, h := range chunk {
-				keys[i] = h.Name
-				args[i+1] = h.Field
-			}
-			b.Cmds = append(b.Cmds, RenewScript.EvalSHA(c, keys, args))
-			b.Holds = append(b.Holds, chunk)
-			b.keys = append(b.keys, keys)
-			b.args = append(b.args, args)
-		}
+	for _, g := range order {
+		b.add(c, ms(lease), groups[g], g.read)
 	}
 	return b
+}
+
+// add appends the commands renewing holds, all of one slot and kind.
+func (b *RenewBatch) add(c rueidis.Client, lease string, g []Hold, read bool) {
+	sc, per := RenewScript, 1
+	if read {
+		sc, per = RenewReadScript, 2
+	}
+	for len(g) > 0 {
+		n := min(len(g), maxRenewBatch/per)
+		chunk := g[:n]
+		g = g[n:]
+		keys := make([]string, 0, n*per)
+		args := make([]string, n+1)
+		args[0] = lease
+		for i, h := range chunk {
+			keys = append(keys, h.Name)
+			if read {
+				keys = append(keys, ReadTimeoutPrefix(h.Name, h.Field))
+			}
+			args[i+1] = h.Field
+		}
+		b.Cmds = append(b.Cmds, sc.EvalSHA(c, keys, args))
+		b.Holds = append(b.Holds, chunk)
+		b.sc = append(b.sc, sc)
+		b.keys = append(b.keys, keys)
+		b.args = append(b.args, args)
+	}
 }
 
 // ParseRenew reads one renew command's reply: renewed[i] tells whether

@@ -3,7 +3,6 @@ package reentrant
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -51,12 +50,12 @@ type AcquireRequest struct {
 	Lease     time.Duration
 	Known     int
 	RequestID string // NewRequestID(), kept across retries
-	Fenced    bool   // take a fencing token (Redisson's RFencedLock counter)
+	Fenced    bool   // take a fencing token (Redisson's RFencedLock counter); ModeLock only
+	Mode      Mode   // the lock kind (ModeLock: Redisson's RLock)
 	Sync      Sync   // wait for replicas (see Sync); Acked in the result
-	// Kind selects the scripts: Plain, or Fair, which takes Wait (the
-	// waiter's timeout in the queue, Redisson's threadWaitTime) and Queue
-	// (join the queue when the lock cannot be had; Fenced is not offered).
-	Kind  Kind
+	// Wait and Queue are ModeFair's: the waiter's timeout in the queue
+	// (Redisson's threadWaitTime), and whether to join the queue when the
+	// lock cannot be had.
 	Wait  time.Duration
 	Queue bool
 }
@@ -82,16 +81,12 @@ type AcquireResult struct {
 
 // Run sends the request once (with r.Sync, followed by WAIT).
 func (r AcquireRequest) Run(ctx context.Context, c rueidis.Client) (AcquireResult, error) {
-	if r.Kind == Fair {
-		return r.runFair(ctx, c)
-	}
 	fenced := "0"
 	if r.Fenced {
 		fenced = "1"
 	}
-	res, acked := r.Sync.runSynced(ctx, c, AcquireCountedScript,
-		[]string{r.Name, LatchName(r.Name, r.RequestID), TokenName(r.Name)},
-		[]string{ms(r.Lease), r.Field, strconv.Itoa(r.Known), fenced}, nil)
+	sc, keys, args := r.call(fenced)
+	res, acked := r.Sync.runSynced(ctx, c, sc, keys, args, nil)
 	out, err := parseAcquire(res)
 	out.Acked = acked
 	return out, err

@@ -83,11 +83,13 @@ func IsNoScript(err error) bool {
 }
 
 // Load sends SCRIPT LOAD for the given scripts (default: rlock's acquire
-// and settle, release, renew, force unlock) in one round trip, so that their
-// first EVALSHA does not need the NOSCRIPT fallback.
+// and settle, release, renew, force unlock, and the read-write lock's) in
+// one round trip, so that their first EVALSHA does not need the NOSCRIPT
+// fallback.
 func Load(ctx context.Context, c rueidis.Client, scripts ...*Script) error {
 	if len(scripts) == 0 {
-		scripts = []*Script{AcquireCountedScript, SettleScript, ReleaseScript, RenewScript, ForceUnlockScript}
+		scripts = []*Script{AcquireCountedScript, SettleScript, ReleaseScript, RenewScript, ForceUnlockScript,
+			AcquireReadScript, AcquireWriteScript, ReleaseReadScript, ReleaseWriteScript, RenewReadScript, ForceUnlockRWScript}
 	}
 	cmds := make(rueidis.Commands, len(scripts))
 	for i, s := range scripts {

@@ -88,6 +88,7 @@ type Entry struct {
 	busy     int32 // releases in flight: not renewed, still judged
 	renew    bool
 	gone     bool
+	read     bool // a read hold of a read-write lock (reentrant.Hold.Read); set once, by TrackHold
 }
 
 // mono is a time as the monotonic nanoseconds since its Registry's
@@ -135,7 +136,14 @@ func New(c rueidis.Client, cfg Config) (*Registry, error) {
 // lease ends. onLost is called at most once, from the loop's goroutine
 // (or Lose's caller). The caller owns the entry: one per held lock.
 func (r *Registry) Track(name, field string, lease time.Duration, renew bool, sent time.Time, onLost func(*Entry, *LossError)) *Entry {
-	e := &Entry{name: name, field: field, onLost: onLost, renew: renew, deadline: noTime, judge: noTime}
+	return r.TrackHold(reentrant.Hold{Name: name, Field: field}, lease, renew, sent, onLost)
+}
+
+// TrackHold is Track of a hold of any kind: a read hold of a read-write
+// lock (h.Read) is renewed with the read renewal, in the same round trip
+// as the others.
+func (r *Registry) TrackHold(h reentrant.Hold, lease time.Duration, renew bool, sent time.Time, onLost func(*Entry, *LossError)) *Entry {
+	e := &Entry{name: h.Name, field: h.Field, read: h.Read, onLost: onLost, renew: renew, deadline: noTime, judge: noTime}
 	r.mu.Lock()
 	r.entries[e] = struct{}{}
 	r.extendLocked(e, lease, sent)

@@ -91,7 +91,7 @@ func (r *Registry) build(batch []*Entry) (reentrant.RenewBatch, map[reentrant.Ho
 	holds := make([]reentrant.Hold, len(batch))
 	byKey := make(map[reentrant.Hold]*Entry, len(batch))
 	for i, e := range batch {
-		holds[i] = reentrant.Hold{Name: e.name, Field: e.field}
+		holds[i] = reentrant.Hold{Name: e.name, Field: e.field, Read: e.read}
 		byKey[holds[i]] = e
 	}
 	return reentrant.BuildRenew(r.c, r.cfg.Lease, holds), byKey

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,6 +120,8 @@ func lookAt(ctx context.Context, rc rueidis.Client, addr, name string) look {
 	if l.fields, l.err = res[0].AsStrSlice(); l.err != nil {
 		return l
 	}
+	// A read-write lock's "mode" field holds nothing.
+	l.fields = slices.DeleteFunc(l.fields, func(f string) bool { return f == "mode" })
 	sort.Strings(l.fields)
 	ms, err := res[1].AsInt64()
 	if err != nil {

@@ -27,7 +27,9 @@ Shows the lock NAME as Redis holds it: its holders (hash field, hold count,
 the field split into client id and owner id, and for an rlock CLI's
 client id "<host>-<pid>-<random>" its host and pid), its remaining TTL,
 whether it has Redisson's layout (a hash of "<client id>:<integer>"
-fields with integer hold counts), its unlock channel and how many
+fields with integer hold counts; for a read-write lock, a "mode" field,
+readers and the writer "<client id>:<integer>:write"), its unlock
+channel (redisson_rwlock:{NAME} for a read-write lock) and how many
 connections are subscribed to it (clients waiting for it), and the fenced
 lock's token when redisson_lock_token:{NAME} exists, and a fair lock's
 queue (Redisson's getFairLock: redisson_lock_queue:{NAME}) with each
@@ -71,8 +73,13 @@ type lockInfo struct {
 	// Type is the key's Redis type: "hash" for a lock, "none" if absent.
 	Type string `json:"type"`
 	// Redisson reports Redisson's RLock layout: a hash whose fields are
-	// "<36-char uuid>:<integer>" with integer values.
+	// "<36-char uuid>:<integer>" with integer values; for a read-write
+	// lock (Mode set), the field "mode" besides them, writers' fields
+	// ending in ":write".
 	Redisson bool `json:"redisson_layout"`
+	// Mode is a read-write lock's (Redisson's RReadWriteLock) mode:
+	// "read" or "write"; empty for any other lock.
+	Mode string `json:"rwlock_mode,omitempty"`
 	// TTLMillis is the remaining lease in ms; -1 when the key has no
 	// expiry, -2 when it does not exist (Redis's PTTL).
 	TTLMillis int64    `json:"ttl_ms"`
@@ -107,6 +114,8 @@ type holder struct {
 	Count    int64  `json:"count"`
 	// Value is the raw value when it is not an integer (not a lock).
 	Value string `json:"value,omitempty"`
+	// Kind is a read-write lock holder's half: "read" or "write".
+	Kind string `json:"kind,omitempty"`
 	// Host and PID are decoded from a client id made by the rlock CLI,
 	// "<host>-<pid>-<random>": the machine and process holding the lock.
 	Host string `json:"host,omitempty"`
@@ -202,28 +211,25 @@ func warn(info *lockInfo) {
 		info.Warnings = append(info.Warnings,
 			"the lock has no TTL: it never expires, so if its holder is gone, blocking waiters wait forever (PEXPIRE it, or DEL it once its holder is known to be gone)")
 	}
-	if _, rw := fieldSet(info)["mode"]; rw {
-		info.Warnings = append(info.Warnings,
-			"a layout rlock cannot read: a field \"mode\" is Redisson's read-write lock (RReadWriteLock), not an RLock")
-		return
-	}
 	if !info.Redisson {
 		info.Warnings = append(info.Warnings,
 			"a layout rlock cannot read: fields are not \"<client id>:<integer>\" with integer hold counts; rlock run and Redisson treat it as held by someone else")
 		return
 	}
-	if len(info.Holders) > 1 {
+	writers := 0
+	for _, h := range info.Holders {
+		if h.Kind == "write" {
+			writers++
+		}
+	}
+	switch {
+	case info.Mode != "" && writers > 1:
+		info.Warnings = append(info.Warnings, fmt.Sprintf(
+			"%d writers: a read-write lock has one writer at a time, so it is corrupt", writers))
+	case info.Mode == "" && len(info.Holders) > 1:
 		info.Warnings = append(info.Warnings, fmt.Sprintf(
 			"%d holders: a lock has one holder at a time, so something other than an RLock wrote this key, or it is corrupt", len(info.Holders)))
 	}
-}
-
-func fieldSet(info *lockInfo) map[string]bool {
-	m := make(map[string]bool, len(info.Holders))
-	for _, h := range info.Holders {
-		m[h.Field] = true
-	}
-	return m
 }
 
 // inspect reads everything about the lock name in one round trip (in a
@@ -260,6 +266,7 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 		Name: name, Addr: addr, Holders: []holder{}, Warnings: []string{},
 		Channel: reentrant.ChannelName(name), TokenKey: reentrant.TokenName(name),
 	}
+	rwChannel := reentrant.RWChannelName(name)
 	b := rc.B()
 	res := rc.DoMulti(ctx,
 		b.Type().Key(name).Build(),
@@ -268,6 +275,8 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 		b.Get().Key(info.TokenKey).Build(),
 		b.PubsubNumsub().Channel(info.Channel).Build(),
 		b.PubsubShardnumsub().Channel(info.Channel).Build(),
+		b.PubsubNumsub().Channel(rwChannel).Build(),
+		b.PubsubShardnumsub().Channel(rwChannel).Build(),
 		b.Lrange().Key(reentrant.FairQueueName(name)).Start(0).Stop(-1).Build(),
 		b.Zrange().Key(reentrant.FairTimeoutName(name)).Min("0").Max("-1").Withscores().Build(),
 	)
@@ -284,7 +293,14 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 			return nil, fmt.Errorf("HGETALL %s on %s: %w", name, addr, err)
 		}
 		info.Locked = len(fields) > 0
-		info.Holders, info.Redisson = holders(fields)
+		if mode, rw := fields["mode"]; rw {
+			// Redisson's read-write lock: its own channel.
+			info.Mode, info.Channel = mode, rwChannel
+			res[4], res[5] = res[6], res[7]
+			info.Holders, info.Redisson = rwHolders(fields)
+		} else {
+			info.Holders, info.Redisson = holders(fields)
+		}
 	}
 	if s, err := res[3].ToString(); err == nil {
 		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -313,7 +329,7 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 	} else if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
 		return nil, fmt.Errorf("PUBSUB SHARDNUMSUB on %s: %w", addr, err)
 	} // else: unknown subcommand, Redis < 7
-	if q, err := fairQueue(res[6], res[7], now); err == nil && len(q) > 0 {
+	if q, err := fairQueue(res[8], res[9], now); err == nil && len(q) > 0 {
 		info.QueueKey, info.FairQueue = reentrant.FairQueueName(name), q
 	} else if err != nil {
 		if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
@@ -345,6 +361,32 @@ func holders(fields map[string]string) (hs []holder, ok bool) {
 		if !redissonField.MatchString(f) {
 			ok = false
 		}
+		hs = append(hs, h)
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].Field < hs[j].Field })
+	return hs, ok
+}
+
+// rwHolders parses a read-write lock's hash: the field "mode" ("read" or
+// "write"), readers "<client id>:<owner id>" and writers
+// "<client id>:<owner id>:write" with their hold counts; ok reports
+// Redisson's layout.
+func rwHolders(fields map[string]string) (hs []holder, ok bool) {
+	mode := fields["mode"]
+	ok = mode == "read" || mode == "write"
+	hs = make([]holder, 0, len(fields))
+	for f, v := range fields {
+		if f == "mode" {
+			continue
+		}
+		base := strings.TrimSuffix(f, ":write")
+		one, fine := holders(map[string]string{base: v})
+		h := one[0]
+		h.Field, h.Kind = f, "read"
+		if base != f {
+			h.Kind = "write"
+		}
+		ok = ok && fine
 		hs = append(hs, h)
 	}
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Field < hs[j].Field })
@@ -395,7 +437,12 @@ func printInfo(w io.Writer, info *lockInfo) {
 	}
 	if info.Locked {
 		layout := "not Redisson's RLock (fields are not \"<client id>:<integer>\" with integer counts)"
-		if info.Redisson {
+		switch {
+		case info.Mode != "" && info.Redisson:
+			layout = fmt.Sprintf("Redisson RReadWriteLock, mode %s (hash of \"mode\", readers \"<client id>:<owner id>\" and writer \"<client id>:<owner id>:write\" -> hold count)", info.Mode)
+		case info.Mode != "":
+			layout = fmt.Sprintf("not Redisson's RReadWriteLock (mode %q; fields are not \"<client id>:<integer>[:write]\" with integer counts)", info.Mode)
+		case info.Redisson:
 			layout = "Redisson RLock (hash of \"<client id>:<owner id>\" -> hold count)"
 		}
 		fmt.Fprintf(tw, "  layout:\t%s\n", layout)
@@ -406,7 +453,8 @@ func printInfo(w io.Writer, info *lockInfo) {
 			if h.Value != "" {
 				count = strconv.Quote(h.Value)
 			}
-			fmt.Fprintf(tw, "    holder:\tclient %s  owner %s  hold count %s\n", orDash(h.ClientID), orDash(h.OwnerID), count)
+			what := map[string]string{"": "holder", "read": "reader", "write": "writer"}[h.Kind]
+			fmt.Fprintf(tw, "    %s:\tclient %s  owner %s  hold count %s\n", what, orDash(h.ClientID), orDash(h.OwnerID), count)
 			if h.Host != "" {
 				fmt.Fprintf(tw, "    \trlock on host %s, pid %d\n", h.Host, h.PID)
 			}

@@ -237,9 +237,14 @@ func TestInspectWarnings(t *testing.T) {
 			do("PEXPIRE", n, "30000")
 		}, true, "2 holders"},
 		{"read-write lock", func(n string) {
-			do("HSET", n, "mode", "read", uuid+":1", "1")
+			do("HSET", n, "mode", "read", uuid+":1", "1", uuid+":2", "3")
 			do("PEXPIRE", n, "30000")
-		}, false, "read-write lock"},
+		}, true, ""},
+		{"two writers", func(n string) {
+			do("HSET", n, "mode", "write", uuid+":1:write", "1", uuid+":2:write", "1")
+			do("PEXPIRE", n, "30000")
+		}, true, "2 writers"},
+		{"bad mode", func(n string) { do("HSET", n, "mode", "both", uuid+":1", "1"); do("PEXPIRE", n, "30000") }, false, "layout rlock cannot read"},
 		{"unreadable", func(n string) { do("HSET", n, "color", "blue"); do("PEXPIRE", n, "30000") }, false, "layout rlock cannot read"},
 		{"custom client id", func(n string) { do("HSET", n, "go-orders-host1:7", "2"); do("PEXPIRE", n, "30000") }, true, ""},
 	} {
@@ -377,5 +382,60 @@ func TestInspectFairQueue(t *testing.T) {
 	info = inspectJSON(t, srv.Addr(), name)
 	if len(info.Warnings) != 1 || !strings.Contains(info.Warnings[0], "timed out") {
 		t.Fatalf("warnings %q, want the stale head's", info.Warnings)
+
+	}
+}
+
+// TestInspectReadWriteLock: inspect recognises Redisson's read-write lock:
+// its mode, readers with their counts, the writer, and its channel.
+func TestInspectReadWriteLock(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	name := lockName(t)
+	rw := c.ReadWriteMutex(name)
+	ctx := context.Background()
+	w, err := rw.WriteLock().TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := rw.ReadLock().TryLock(w.Context()) // the writer reads too
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := rw.ReadLock().TryLock(w.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := strconv.FormatUint(w.Owner(), 10)
+	info := inspectJSON(t, srv.Addr(), name)
+	if !info.Locked || !info.Redisson || info.Mode != "write" || len(info.Warnings) != 0 {
+		t.Fatalf("locked %v, redisson %v, mode %q, warnings %v", info.Locked, info.Redisson, info.Mode, info.Warnings)
+	}
+	want := []holder{
+		{Field: c.ID() + ":" + owner, ClientID: c.ID(), OwnerID: owner, Count: 2, Kind: "read"},
+		{Field: c.ID() + ":" + owner + ":write", ClientID: c.ID(), OwnerID: owner, Count: 1, Kind: "write"},
+	}
+	if len(info.Holders) != 2 || info.Holders[0] != want[0] || info.Holders[1] != want[1] {
+		t.Fatalf("holders %+v, want %+v", info.Holders, want)
+	}
+	if info.Channel != reentrant.RWChannelName(name) {
+		t.Fatalf("channel %q", info.Channel)
+	}
+	r := runRlock(t, "inspect", "--addr", srv.Addr(), name)
+	for _, s := range []string{"RReadWriteLock, mode write", "reader:", "writer:", "hold count 2", "redisson_rwlock:{" + name + "}"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Fatalf("text lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	for _, h := range []*lock.Held{r2, w} {
+		if err := h.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if info := inspectJSON(t, srv.Addr(), name); info.Mode != "read" || len(info.Holders) != 1 || info.Holders[0].Count != 1 {
+		t.Fatalf("after the write release: mode %q, holders %+v", info.Mode, info.Holders)
+	}
+	if err := r1.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

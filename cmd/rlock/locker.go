@@ -74,6 +74,8 @@ type lockerConfig struct {
 	name            string
 	spin            bool              // Redisson's spin lock on every master
 	fair            bool              // Redisson's fair lock on every master
+	shared          bool              // the read lock of Redisson's read-write lock NAME
+	exclusive       bool              // its write lock
 	watchdogTimeout time.Duration     // 0: lock.DefaultWatchdogTimeout
 	observer        *observe.Observer // every Client's; nil: none
 }
@@ -125,13 +127,18 @@ func newLocker(ctx context.Context, cfg lockerConfig) (locker, error) {
 	return &singleLocker{c: c, m: cfg.mutex(c), name: cfg.name}, nil
 }
 
-// mutex is the lock of cfg's kind on c.
+// mutex is the lock cfg asks for on the master of c: the plain lock, the
+// spin lock, the fair lock, or a half of the read-write lock.
 func (cfg lockerConfig) mutex(c *lock.Client) *lock.Mutex {
 	switch {
 	case cfg.spin:
 		return c.SpinMutex(cfg.name, lock.SpinBackoff{})
 	case cfg.fair:
 		return c.FairMutex(cfg.name)
+	case cfg.shared:
+		return c.ReadWriteMutex(cfg.name).ReadLock()
+	case cfg.exclusive:
+		return c.ReadWriteMutex(cfg.name).WriteLock()
 	}
 	return c.Mutex(cfg.name)
 }

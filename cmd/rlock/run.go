@@ -123,6 +123,8 @@ type runOptions struct {
 	noFence         bool
 	spin            bool
 	fair            bool
+	shared          bool
+	exclusive       bool
 	forwardAll      bool
 }
 
@@ -141,6 +143,8 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs.BoolVar(&o.noFence, "no-fence", false, "take no fencing token: no INCR of the token key (a key without TTL per lock name), no $"+envFence)
 	fs.BoolVar(&o.spin, "spin", false, "take Redisson's spin lock (getSpinLock): the same lock as without --spin, but its release publishes no unlock message and rlock waits by polling (1 ms doubling to 128 ms) instead of subscribing (with several masters, on each)")
 	fs.BoolVar(&o.fair, "fair", false, "take Redisson's fair lock (getFairLock): waiters, Java and Go, queue in Redis and get the lock in the order they came; implies --no-fence (Redisson has no fenced fair lock). With several masters the RedLock's attempts do not queue: it polls")
+	fs.BoolVar(&o.shared, "shared", false, "take the read lock of Redisson's read-write lock NAME (getReadWriteLock(name).readLock(), flock -s): shared with other --shared runs and Redisson readers, excluded by --exclusive runs and writers; no fencing token (as --no-fence). Not the lock taken without it")
+	fs.BoolVar(&o.exclusive, "exclusive", false, "take the write lock of Redisson's read-write lock NAME (writeLock(), flock -x): excludes --shared and --exclusive runs, Redisson readers and writers; no fencing token (as --no-fence). Not the lock taken without it")
 	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward SIGINT and SIGQUIT from the terminal, and systemd's SIGTERM, although the command got them too")
 	registerTrace(fs, &o.trace)
 	return fs
@@ -171,10 +175,16 @@ func runMain(args []string) error {
 		return usagef("run: --grace %v is negative", o.grace)
 	case o.conflict < 0 || o.conflict > 255:
 		return usagef("run: --conflict-exit-code %d: want 0 to 255", o.conflict)
-	case o.fair && o.spin:
-		return usagef("run: --fair and --spin are different kinds of lock: give one")
+	case o.shared && o.exclusive:
+		return usagef("run: --shared and --exclusive exclude each other")
+	case o.spin && (o.shared || o.exclusive):
+		return usagef("run: --spin takes the spin lock, --shared and --exclusive the read-write lock: give one")
+	case o.fair && (o.spin || o.shared || o.exclusive):
+		return usagef("run: --fair takes the fair lock, --spin the spin lock, --shared and --exclusive the read-write lock: give one")
 	}
-	o.noFence = o.noFence || o.fair
+	if o.shared || o.exclusive || o.fair {
+		o.noFence = true // Redisson has no fenced read-write or fair lock
+	}
 	if err := checkTrace("run", o.trace); err != nil {
 		return err
 	}
@@ -182,7 +192,8 @@ func runMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := lockerConfig{masters: conn.masters, all: o.all, name: o.name, watchdogTimeout: o.watchdogTimeout, spin: o.spin, fair: o.fair}
+	cfg := lockerConfig{masters: conn.masters, all: o.all, name: o.name, watchdogTimeout: o.watchdogTimeout, spin: o.spin,
+		fair: o.fair, shared: o.shared, exclusive: o.exclusive}
 	if err := checkLocker(cfg); err != nil {
 		return err
 	}

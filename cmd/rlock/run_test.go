@@ -486,3 +486,49 @@ func TestRunFair(t *testing.T) {
 		t.Fatalf("--fair --spin: exit %d, want the usage error %d; stderr: %s", r.code, exitUsage, r.stderr)
 	}
 }
+
+// TestRunShared: --shared takes the read lock of the read-write lock NAME
+// (flock -s), --exclusive its write lock (flock -x): readers share, a
+// writer excludes both, and the two flags exclude each other and --spin.
+func TestRunShared(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{})
+	name := lockName(t)
+	rw := c.ReadWriteMutex(name)
+	r, err := rw.ReadLock().TryLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := runRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--shared", "--", "echo", "reading"); res.code != 0 || res.stdout != "reading\n" {
+		t.Fatalf("--shared beside a reader: exit %d, stdout %q; stderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if res := runRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--exclusive", "--", "echo", "writing"); res.code != exitConflict {
+		t.Fatalf("--exclusive beside a reader: exit %d, want %d; stderr: %s", res.code, exitConflict, res.stderr)
+	}
+	if err := r.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w, err := rw.WriteLock().TryLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := runRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--shared", "--", "echo", "reading"); res.code != exitConflict {
+		t.Fatalf("--shared beside a writer: exit %d, want %d; stderr: %s", res.code, exitConflict, res.stderr)
+	}
+	if err := w.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res := runRlock(t, "run", "--addr", srv.Addr(), "--name", name, "--exclusive", "--", "sh", "-c", "echo ${RLOCK_FENCE:-none}")
+	if res.code != 0 || res.stdout != "none\n" {
+		t.Fatalf("--exclusive alone: exit %d, stdout %q (no fencing token expected); stderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if exists(t, c, name) {
+		t.Fatal("the lock key remains after rlock run exited")
+	}
+	for _, args := range [][]string{{"--shared", "--exclusive"}, {"--spin", "--shared"}} {
+		res := runRlock(t, append([]string{"run", "--addr", srv.Addr(), "--name", name}, append(args, "--", "true")...)...)
+		if res.code != exitUsage {
+			t.Fatalf("%v: exit %d, want %d (usage)", args, res.code, exitUsage)
+		}
+	}
+}
