@@ -292,3 +292,52 @@ func TestFairMutexWaiterWithoutSubscriptionDoesNotSpin(t *testing.T) {
 		must(t, h.Unlock(bg()))
 	}
 }
+
+// A waiter that gives up during an outage whose request's reply was lost
+// must still leave the queue once Redis answers again. The settler gives
+// up at the request's lease (WatchdogTimeout + CommandTimeout after it
+// was sent: "whatever it did has expired"), but what a fair acquire did,
+// its place in the queue, lives FairLockWaitTimeout (5 minutes) beyond
+// the one ahead: the pending leave is then never sent, the field heads
+// the queue when the lock is freed, and every other waiter, Java's too,
+// waits for its timeout. (Redisson's acquireFailed may fail in an outage
+// too; rlock's leave is documented as sent once the request is settled.)
+func TestFairMutexLeaveAfterAnOutageLongerThanTheLease(t *testing.T) {
+	srv := integrationRedis(t)
+	wc := newWakeCounter()
+	c := newClient(t, lock.Config{WatchdogTimeout: time.Second, RenewInterval: 300 * time.Millisecond,
+		CommandTimeout: 200 * time.Millisecond, Observer: wc.observer()}, srv)
+	rc := raw(t, srv)
+	n := name(t)
+	queue, _ := fairKeys(n)
+	// A Java holder for a minute (written directly: no renewals through
+	// the proxy).
+	must(t, do(t, rc, "HSET", n, "java-uuid:1", "1").Error())
+	must(t, do(t, rc, "PEXPIRE", n, "60000").Error())
+	ctx, cancel := context.WithTimeout(bg(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.FairMutex(n).Lock(ctx)
+		done <- err
+	}()
+	<-wc.waiting // queued, asleep for a second
+	outage := inject(t, srv, integration.Rule{Match: integration.Command("").WithArg(n), Action: integration.DropReply, Times: math.MaxInt})
+	if err := <-done; err == nil {
+		t.Fatal("Lock during the outage returned a Held")
+	}
+	time.Sleep(1500 * time.Millisecond) // the outage outlasts the request's lease
+	outage.Remove()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		q := lrange(t, rc, queue)
+		if len(q) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %q 3s after the outage ended: the given-up waiter never left", q)
+		}
+		time.Sleep(50 * time.Millisecond) // polls Redis's queue
+	}
+	must(t, do(t, rc, "DEL", n).Error())
+}
