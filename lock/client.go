@@ -500,6 +500,9 @@ func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
 	defer l.give()
 	sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
 	err := c.settle(sctx, l)
+	if err == nil {
+		_ = c.leaveNow(sctx, l) // a fair queue's place its waiter left
+	}
 	cancel()
 	if err != nil {
 		return c.endClosed(l, helds, err)

@@ -66,11 +66,14 @@ func (a *acquisition) runFair() (held *Held, err error) {
 	a.o.fair = fw
 	var w *pubsub.Waiter
 	defer func() {
+		if err != nil && c.leaveFair(a.ctx, a.l, fw) {
+			// Other goroutines of the owner still wait in its one place,
+			// and this call may have taken (or given back) what was meant
+			// for it: one of them tries at once.
+			c.wakeField(a.ctx, a.m.name, a.l.field, w)
+		}
 		if w != nil {
 			c.closeSub(w)
-		}
-		if err != nil {
-			c.leaveFair(a.ctx, a.l, fw)
 		}
 	}()
 	var outage *backoff.ExponentialBackOff
@@ -89,31 +92,40 @@ func (a *acquisition) runFair() (held *Held, err error) {
 			}
 			return att.held, nil
 		}
-		left, err := a.left(att.TTL)
-		if err != nil {
-			return nil, err
-		}
-		if w == nil {
-			// Subscribed before the next attempt: a release between the
-			// two still wakes it.
-			sctx, cancel := context.WithTimeout(a.ctx, min(left, c.cfg.CommandTimeout))
-			w, _ = c.hub.Subscribe(sctx, reentrant.FairWaiterChannel(a.m.name, a.l.field))
-			cancel()
-			if a.ctx.Err() != nil {
-				return nil, join(ErrNotAcquired, context.Cause(a.ctx))
-			}
-			continue
-		}
-		if err := a.sleepFair(w, att, left); err != nil {
+		if err := a.waitFair(&w, att); err != nil {
 			return nil, err
 		}
 	}
 }
 
+// waitFair waits after an attempt of a fair waiter found the lock held.
+// Without a subscription to the field's channel it subscribes and returns
+// at once, for another attempt before sleeping (a release between the two
+// still wakes it); when none can be had, it sleeps without one.
+func (a *acquisition) waitFair(w **pubsub.Waiter, att outcome) error {
+	left, err := a.left(att.TTL)
+	if err != nil {
+		return err
+	}
+	if *w == nil {
+		sctx, cancel := context.WithTimeout(a.ctx, min(left, a.c.cfg.CommandTimeout))
+		*w, _ = a.c.hub.Subscribe(sctx, reentrant.FairWaiterChannel(a.m.name, a.l.field))
+		cancel()
+		if a.ctx.Err() != nil {
+			return join(ErrNotAcquired, context.Cause(a.ctx))
+		}
+		if *w != nil {
+			return nil
+		}
+	}
+	return a.sleepFair(*w, att, left)
+}
+
 // sleepFair sleeps a fair waiter until its channel wakes it, at most the
 // wait its attempt reported (the holder's lease, or the queue head's
 // timeout), the watchdog's lease (a message lost in a reconnect costs no
-// more) and the time left.
+// more) and the time left; without a subscription (w nil), at most a
+// second.
 func (a *acquisition) sleepFair(w *pubsub.Waiter, att outcome, left time.Duration) error {
 	ttl := att.TTL
 	d := ttl
@@ -121,6 +133,9 @@ func (a *acquisition) sleepFair(w *pubsub.Waiter, att outcome, left time.Duratio
 		d = a.c.cfg.WatchdogTimeout
 	}
 	d = max(min(d, a.c.cfg.WatchdogTimeout, left), time.Millisecond)
+	if w == nil {
+		d = min(d, time.Second)
+	}
 	a.waiting(ttl, nil, att.position)
 	slept, _, err := a.m.sleep(a.octx, a.ctx, w, nil, d, observe.WakeTimeout)
 	a.end.Waited += slept
@@ -135,10 +150,17 @@ func (l *ledger) joinFair(fw *fairWait) {
 		l.fair = &fairLedger{}
 	}
 	if !fw.queued {
+		if l.fair.queued == 0 && !l.fair.leave {
+			// The field's place is new: its timeout in Redis will be
+			// set with this wait, which every request of the field then
+			// sends (a grant lowers the others' timeouts by it, a leave
+			// the ones behind), whatever wait a later goroutine of the
+			// owner asked for.
+			l.fair.wait = fw.wait
+		}
 		fw.queued = true
 		l.fair.queued++
 	}
-	l.fair.wait = fw.wait
 	l.fair.leave = false
 }
 
@@ -180,26 +202,33 @@ func (c *Client) wakeField(ctx context.Context, name, field string, w *pubsub.Wa
 // leaveFair takes a fair acquisition that ends without the lock out of
 // the queue: when it was the field's last queued acquisition, after any
 // request of the field that may still run is settled (or it could queue
-// the field again), the field leaves the queue. It waits at most two
-// command timeouts; what it could not finish a settler finishes.
-func (c *Client) leaveFair(ctx context.Context, l *ledger, fw *fairWait) {
+// the field again), the field leaves the queue, and holds nobody has (a
+// grant whose answer was lost) are released. It waits at most two command
+// timeouts; what it could not finish a settler finishes. It reports
+// whether other acquisitions of the field still wait (or may: the turn
+// could not be had), which one of them should be woken for.
+func (c *Client) leaveFair(ctx context.Context, l *ledger, fw *fairWait) (others bool) {
 	if !fw.queued {
-		return
+		return fw.others // granted (then given back), or never queued
 	}
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
 	defer cancel()
 	if err := l.take(tctx, nil, nil); err != nil {
-		c.later(l, fw)
-		return
+		c.finishLater(l, fw)
+		return true
 	}
 	defer l.give()
 	l.leftFair(fw)
-	if l.fair.queued == 0 {
-		c.setLeave(l, true)
-		if c.settle(tctx, l) != nil || c.leaveNow(tctx, l) != nil {
-			c.later(l, nil)
-		}
+	if l.fair.queued > 0 {
+		return true
 	}
+	c.setLeave(l, true)
+	if c.settle(tctx, l) != nil || c.leaveNow(tctx, l) != nil {
+		c.finishLater(l, nil)
+		return false
+	}
+	c.releaseStrays(tctx, l)
+	return false
 }
 
 // leaveNow sends the field's pending leave, holding the turn, once no

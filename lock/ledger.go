@@ -373,12 +373,12 @@ func (a answered) Unwrap() error { return a.err }
 // caller that left it has returned. The goroutine waits for the turn like
 // any other user, and gives up when the Client closes; the request then
 // stays recorded and the next operation of the field settles it.
-func (c *Client) settleLater(l *ledger) { c.later(l, nil) }
+func (c *Client) settleLater(l *ledger) { c.finishLater(l, nil) }
 
-// later is settleLater, which also sends the field's pending leave of a
+// finishLater is settleLater, which also sends the field's pending leave of a
 // fair lock's queue once settled, first uncounting fw (a fair acquisition
 // that gave up without the turn) when not nil.
-func (c *Client) later(l *ledger, fw *fairWait) {
+func (c *Client) finishLater(l *ledger, fw *fairWait) {
 	c.useLedger(l)
 	c.settling.Add(1)
 	go func() {
@@ -393,24 +393,10 @@ func (c *Client) later(l *ledger, fw *fairWait) {
 			l.leftFair(fw)
 			c.setLeave(l, l.fair.queued == 0)
 		}
-		if l.unsettled == nil {
-			if l.leaving() {
-				hctx, cancel := context.WithTimeout(ctx, c.cfg.WatchdogTimeout+c.cfg.CommandTimeout)
-				defer cancel()
-				_ = c.leaveNow(hctx, l)
-			}
+		if l.unsettled == nil && !l.leaving() {
 			return
 		}
-		// Until the request's lease must have run out (and a little
-		// more): past that, whatever it did has expired, unless it was
-		// a re-entry, which the next operation settles.
-		// A release (of a Held that waits for its outcome) is settled
-		// for as long from now.
-		from := l.unsettled.sent
-		if l.unsettled.release != nil {
-			from = time.Now()
-		}
-		hctx, cancel := context.WithDeadline(ctx, from.Add(c.cfg.WatchdogTimeout+c.cfg.CommandTimeout))
+		hctx, cancel := context.WithDeadline(ctx, c.settleUntil(l))
 		defer cancel()
 		for l.unsettled != nil && hctx.Err() == nil {
 			if c.settle(hctx, l) != nil {
@@ -420,6 +406,36 @@ func (c *Client) later(l *ledger, fw *fairWait) {
 		_ = c.leaveNow(hctx, l)
 		c.releaseStrays(hctx, l)
 	}()
+}
+
+// settleUntil is how long a settler works on l, holding the turn: until
+// the unsettled request's lease must have run out (and a little more):
+// past that, whatever it did has expired, unless it was a re-entry, which
+// the next operation settles. A release (of a Held that waits for its
+// outcome) is settled for as long from now. A pending leave of a fair
+// queue is sent for as long as the place may live: the wait it joined
+// with beyond the one ahead, whose own is bounded by a lease.
+func (c *Client) settleUntil(l *ledger) time.Time {
+	var until time.Time
+	if u := l.unsettled; u != nil {
+		from := u.sent
+		if u.release != nil {
+			from = time.Now()
+		}
+		until = from.Add(c.cfg.WatchdogTimeout + c.cfg.CommandTimeout)
+	}
+	if l.leaving() {
+		until = latest(until, time.Now().Add(l.fair.wait+c.cfg.WatchdogTimeout+c.cfg.CommandTimeout))
+	}
+	return until
+}
+
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // releaseStrays releases holds Redis counts beyond the live Helds when no

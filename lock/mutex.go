@@ -597,8 +597,8 @@ func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options,
 		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name), Mode: o.kind.mode(),
 		Wait: c.cfg.FairLockWaitTimeout}
 	if o.fair != nil {
-		req.Queue, req.Wait = true, o.fair.wait
 		l.joinFair(o.fair)
+		req.Queue, req.Wait = true, l.fair.wait
 	}
 	sent := time.Now()
 	res, sends, err := m.send(ctx, l, req, sent)

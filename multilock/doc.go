@@ -70,9 +70,12 @@
 // fair queue's head: its head polls at the member's (or Redisson's
 // default) spin backoff. A multi-master lock's attempts never join a fair
 // lock's queue (they are one-shot, as TryLock without lock.Wait), so a
-// lock of fair locks excludes but is not granted in FIFO order. Rounds that failed for another reason (a slow or failed master)
-// retry after a random delay, and so do rounds that collided with other
-// contenders woken by the same release.
+// lock of fair locks excludes but is not granted in FIFO order, and while
+// fair waiters keep a member's queue non-empty it cannot get that member
+// at all: it can starve. (Redisson's MultiLock joins the members' queues
+// for the wait it was given.) Rounds that failed for another reason (a
+// slow or failed master) retry after a random delay, and so do rounds
+// that collided with other contenders woken by the same release.
 //
 // # Fencing
 //
