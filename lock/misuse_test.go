@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -386,4 +387,38 @@ func TestTransientRefusals(t *testing.T) {
 			t.Fatal("lock left")
 		}
 	})
+}
+
+// A Lock or TryLock whose ctx has already ended sends nothing: no acquire
+// whose grant would only be given back (for a fair lock, also no place in
+// the queue to leave again).
+func TestEndedContextSendsNoAcquire(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{}, srv)
+	rc := raw(t, srv)
+	evals := func() int64 {
+		info, err := do(t, rc, "INFO", "commandstats").ToString()
+		must(t, err)
+		var n int64
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			}
+		}
+		return n
+	}
+	ctx, cancel := context.WithCancel(bg())
+	cancel()
+	for _, m := range []*lock.Mutex{c.Mutex(name(t)), c.FairMutex(name(t) + ":fair")} {
+		before := evals()
+		if _, err := m.Lock(ctx); !errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Lock with an ended ctx = %v", err)
+		}
+		if _, err := m.TryLock(ctx); !errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("TryLock with an ended ctx = %v", err)
+		}
+		if n := evals() - before; n != 0 {
+			t.Fatalf("%s: %d scripts sent for calls whose ctx had ended", m.Name(), n)
+		}
+	}
 }

@@ -559,6 +559,11 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		return outcome{}, join(ErrNotAcquired, err)
 	}
 	defer l.give()
+	if ctx.Err() != nil {
+		// Ended before anything was sent (the turn was free): no request
+		// whose grant would only be given back.
+		return outcome{}, join(ErrNotAcquired, context.Cause(ctx))
+	}
 	l.kind = o.kind
 	if o.once && c.holds(l) {
 		// Checked holding the turn: two goroutines of one owner cannot
