@@ -1,0 +1,88 @@
+package lock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	rs "github.com/rlock-go/rlock/internal/redissonstandin"
+	"github.com/rlock-go/rlock/lock"
+)
+
+// Review R1: one reader owner holds a short read hold and, re-entered, a
+// long one. Releasing the long one (the top hold) makes release_read set
+// the hash's expiry to the longest timeout key left (the short hold's),
+// but the watchdog entry keeps the long hold's deadline (Extend never
+// moves it earlier). The short hold's context then stays live after the
+// hash expired, and another client's writer is granted beside it.
+func TestReviewRWReleasingTheLongReadLeavesNoLiveShortHoldPastTheHash(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	other := newClient(t, lock.Config{})
+	rc := raw(t)
+	n := name(t)
+	m := c.ReadWriteMutex(n).ReadLock()
+	short, err := m.Lock(bg(), lock.Lease(time.Second))
+	must(t, err)
+	long, err := m.Lock(short.Context(), lock.Lease(30*time.Second))
+	must(t, err)
+	must(t, long.Unlock(bg()))
+	t.Logf("after releasing the long hold: hash PTTL %v", pttl(t, rc, n))
+	ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+	defer cancel()
+	w, err := other.ReadWriteMutex(n).WriteLock().Lock(ctx)
+	must(t, err)
+	defer func() { _ = w.Unlock(bg()) }()
+	select {
+	case <-short.Done():
+	default:
+		t.Fatalf("a writer of another client was granted %v after the release while the remaining read hold's context is live (HGETALL %v)",
+			time.Since(long.AcquiredAt()), hgetall(t, rc, n))
+	}
+}
+
+// Review R2: a Redisson reader's renewal (ReadLockTask, both versions)
+// PEXPIREs the shared hash to its own lockWatchdogTimeout unconditionally,
+// and 3.52.0's also every count-1 reader's timeout key 1. An rlock read
+// hold with a longer Lease is cut to it: 4.7.0, when the Java service
+// then stops (crash, partition) without releasing; 3.52.0, even when it
+// releases normally (its release sets the hash to the longest timeout
+// key left: the rlock reader's key 1, cut). The rlock hold's context is
+// live while another client's writer is granted.
+func TestReviewRWJavaReadRenewalCutsALeasedRlockRead(t *testing.T) {
+	for _, v := range []rs.Version{rs.V4_7_0, rs.V3_52_0} {
+		t.Run(v.Tag(), func(t *testing.T) {
+			c := newClient(t, lock.Config{})
+			other := newClient(t, lock.Config{})
+			rc := raw(t)
+			java := rs.New(rc, rs.Options{Version: v, WatchdogTimeout: time.Second})
+			n := name(t)
+			jr := java.ReadLock(n)
+			if a, err := jr.TryAcquire(bg(), 1, 0); err != nil || !a.Acquired {
+				t.Fatalf("Java read = %+v, %v", a, err)
+			}
+			r, err := c.ReadWriteMutex(n).ReadLock().Lock(bg(), lock.Lease(20*time.Second))
+			must(t, err)
+			if _, err := jr.Renew(bg(), 1); err != nil {
+				t.Fatalf("Java renew: %v", err)
+			}
+			if v == rs.V3_52_0 {
+				// Its last hold: "0" (the hash stays for the rlock reader).
+				if rel, err := jr.Unlock(bg(), 1); err != nil || rel != rs.StillHeld {
+					t.Fatalf("Java read unlock = %v, %v", rel, err)
+				}
+			} // 4.7.0: the Java service stops here, without releasing
+			t.Logf("hash PTTL %v, rlock reader's key 1 PTTL %v", pttl(t, rc, n), pttl(t, rc, rwTimeoutKey(n, c.ID()+":"+itoa(r.Owner()), 1)))
+			ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+			defer cancel()
+			w, err := other.ReadWriteMutex(n).WriteLock().Lock(ctx)
+			must(t, err)
+			defer func() { _ = w.Unlock(bg()) }()
+			select {
+			case <-r.Done():
+			default:
+				t.Fatalf("another client's writer granted while the rlock read hold (Lease 20s) is live (HGETALL %v)", hgetall(t, rc, n))
+			}
+			_ = r.Unlock(bg())
+		})
+	}
+}
