@@ -2,11 +2,14 @@ package lock_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/rlock-go/rlock/integration"
 	rs "github.com/rlock-go/rlock/internal/redissonstandin"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // Review R1: one reader owner holds a short read hold and, re-entered, a
@@ -84,5 +87,34 @@ func TestReviewRWJavaReadRenewalCutsALeasedRlockRead(t *testing.T) {
 			}
 			_ = r.Unlock(bg())
 		})
+	}
+}
+
+// Review R1, with the watchdog: a renewed read hold under a re-entry with
+// a long Lease. Releasing the long hold cuts the hash to the watchdog's
+// lease; when the renewals then fail, the entry is judged at the long
+// hold's deadline, long after the hash expired and a writer got in.
+func TestReviewRWReleasingTheLongReadThenRenewalsFail(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{WatchdogTimeout: 900 * time.Millisecond, CommandTimeout: 100 * time.Millisecond}, srv)
+	other := newClient(t, lock.Config{}, srv)
+	rc := raw(t, srv)
+	n := name(t)
+	m := c.ReadWriteMutex(n).ReadLock()
+	renewed, err := m.Lock(bg())
+	must(t, err)
+	long, err := m.Lock(renewed.Context(), lock.Lease(30*time.Second))
+	must(t, err)
+	must(t, long.Unlock(bg()))
+	inject(t, srv, integration.Rule{Match: isScript(reentrant.RenewReadScript, n), Action: integration.DropRequest, Times: math.MaxInt})
+	ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+	defer cancel()
+	w, err := other.ReadWriteMutex(n).WriteLock().Lock(ctx)
+	must(t, err)
+	defer func() { _ = w.Unlock(bg()) }()
+	select {
+	case <-renewed.Done():
+	default:
+		t.Fatalf("a writer of another client was granted %v after the release while the renewed read hold's context is live (HGETALL %v)", time.Since(long.AcquiredAt()), hgetall(t, rc, n))
 	}
 }
