@@ -118,3 +118,65 @@ func TestReviewRWReleasingTheLongReadThenRenewalsFail(t *testing.T) {
 		t.Fatalf("a writer of another client was granted %v after the release while the renewed read hold's context is live (HGETALL %v)", time.Since(long.AcquiredAt()), hgetall(t, rc, n))
 	}
 }
+
+// Review R3 (misuse, one name as two kinds): the reader field is the
+// plain lock's field, so an owner holding the read lock "re-enters" the
+// plain Mutex of the same name (acquire_counted finds its field) while
+// another owner reads: an exclusive Held beside a reader. The ledger's
+// kind then follows that acquisition, and the read hold's Unlock sends
+// the plain release, which deletes the whole hash (the other reader's
+// hold with it) and publishes on the plain lock's channel.
+func TestReviewRWPlainMutexOfAReadLockedName(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	other := newClient(t, lock.Config{})
+	rc := raw(t)
+	n := name(t)
+	a, err := c.ReadWriteMutex(n).ReadLock().Lock(bg())
+	must(t, err)
+	b, err := other.ReadWriteMutex(n).ReadLock().Lock(bg())
+	must(t, err)
+	p, err := c.Mutex(n).TryLock(a.Context())
+	if err == nil {
+		must(t, p.Unlock(bg()))
+	}
+	must(t, a.Unlock(bg()))
+	if !exists(t, rc, n) {
+		t.Errorf("the read hold's Unlock deleted the lock under the other reader (plain TryLock: %v)", err)
+	}
+	if err == nil {
+		t.Errorf("the plain Mutex of a read-locked name was granted to one reader while another reads")
+	}
+	_ = b.Unlock(bg())
+}
+
+// Review R2, with rlock's watchdog: a Redisson service whose
+// lockWatchdogTimeout is shorter than rlock's WatchdogTimeout cuts the
+// hash under a renewed rlock reader to its own timeout; stopped without
+// releasing, it leaves the hash to expire between two of rlock's
+// renewals, and the loss is only seen at rlock's next tick.
+func TestReviewRWJavaReadRenewalCutsARenewedRlockRead(t *testing.T) {
+	c := newClient(t, lock.Config{})
+	other := newClient(t, lock.Config{})
+	rc := raw(t)
+	java := rs.New(rc, rs.Options{WatchdogTimeout: time.Second})
+	n := name(t)
+	jr := java.ReadLock(n)
+	r, err := c.ReadWriteMutex(n).ReadLock().Lock(bg())
+	must(t, err)
+	if a, err := jr.TryAcquire(bg(), 1, 0); err != nil || !a.Acquired {
+		t.Fatalf("Java read = %+v, %v", a, err)
+	}
+	if _, err := jr.Renew(bg(), 1); err != nil {
+		t.Fatalf("Java renew: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+	defer cancel()
+	w, err := other.ReadWriteMutex(n).WriteLock().Lock(ctx)
+	must(t, err)
+	defer func() { _ = w.Unlock(bg()) }()
+	select {
+	case <-r.Done():
+	default:
+		t.Fatalf("another client's writer granted while the renewed rlock read hold is live")
+	}
+}
