@@ -180,3 +180,80 @@ func TestReviewRWJavaReadRenewalCutsARenewedRlockRead(t *testing.T) {
 		t.Fatalf("another client's writer granted while the renewed rlock read hold is live")
 	}
 }
+
+// Soundness check (passes): one owner holds the write lock and a read;
+// the reply of one release is lost (the write release that flips the mode
+// to read, or the read release under the write hold), the other release
+// follows at once on the other ledger. Both holds end plainly, nothing is
+// left, and another client's writer gets the lock.
+func TestReviewRWOwnerWithBothHalvesLostReleaseReplies(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{CommandTimeout: 100 * time.Millisecond}, srv)
+	other := newClient(t, lock.Config{}, srv)
+	rc := raw(t, srv)
+	for _, first := range []string{"write", "read"} {
+		t.Run(first, func(t *testing.T) {
+			n := name(t)
+			rw := c.ReadWriteMutex(n)
+			w, err := rw.WriteLock().Lock(bg())
+			must(t, err)
+			r, err := rw.ReadLock().Lock(w.Context())
+			must(t, err)
+			a, b, sc := w, r, reentrant.ReleaseWriteScript
+			if first == "read" {
+				a, b, sc = r, w, reentrant.ReleaseReadScript
+			}
+			lost := inject(t, srv, integration.Rule{Match: firstOf(isScript(sc, n)), Action: integration.DropReply})
+			must(t, a.Unlock(bg()))
+			if lost.Hits() != 1 {
+				t.Fatalf("lost %d replies, want 1", lost.Hits())
+			}
+			must(t, b.Unlock(bg()))
+			for _, h := range []*lock.Held{a, b} {
+				if cause := context.Cause(h.Context()); cause != context.Canceled {
+					t.Fatalf("hold ended with %v", cause)
+				}
+			}
+			ow, err := other.ReadWriteMutex(n).WriteLock().TryLock(bg())
+			must(t, err)
+			must(t, ow.Unlock(bg()))
+			if ks := lockKeys(t, rc, n); len(ks) != 0 {
+				t.Fatalf("keys left: %v", ks)
+			}
+		})
+	}
+}
+
+// Soundness check (passes): a writer's read acquire whose reply is lost
+// is answered once: one read hold, one timeout key; released in either
+// order, nothing is left.
+func TestReviewRWWritersReadLostAcquireReply(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{CommandTimeout: 100 * time.Millisecond}, srv)
+	rc := raw(t, srv)
+	n := name(t)
+	rw := c.ReadWriteMutex(n)
+	w, err := rw.WriteLock().Lock(bg())
+	must(t, err)
+	lost := inject(t, srv, integration.Rule{Match: firstOf(isScript(reentrant.AcquireReadScript, n)), Action: integration.DropReply})
+	r, err := rw.ReadLock().Lock(w.Context())
+	must(t, err)
+	if lost.Hits() != 1 {
+		t.Fatalf("lost %d replies, want 1", lost.Hits())
+	}
+	f := c.ID() + ":" + itoa(r.Owner())
+	if got := hgetInt(t, rc, n, f); got != 1 {
+		t.Fatalf("read count %d, want 1 (HGETALL %v)", got, hgetall(t, rc, n))
+	}
+	if exists(t, rc, rwTimeoutKey(n, f, 2)) {
+		t.Fatal("a second timeout key")
+	}
+	must(t, w.Unlock(bg()))
+	if h := hgetall(t, rc, n); h["mode"] != "read" {
+		t.Fatalf("after the write release: %v", h)
+	}
+	must(t, r.Unlock(bg()))
+	if ks := lockKeys(t, rc, n); len(ks) != 0 {
+		t.Fatalf("keys left: %v", ks)
+	}
+}
