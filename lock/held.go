@@ -246,8 +246,8 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	}
 	c.mu.Lock()
 	entry := l.entry
-	lease := c.leaseAfter(l, h)
 	c.mu.Unlock()
+	lease := c.partialLease(l, h)
 	if l.count <= 1 && entry != nil {
 		// The last hold: no renewal may land after the release, or it
 		// would read as a loss. The entry is still judged meanwhile.
@@ -308,6 +308,25 @@ func (c *Client) unconfirmed(l *ledger, h *Held, u *request, err error) error {
 		}
 	}
 	return wrapf(err, "unlock of %q unconfirmed (it is completed in the background; the hold's context ends then)", l.name)
+}
+
+// partialLease is the lease a partial release of h sends: leaseAfter,
+// and at least what the watchdog believes the hold's key has left. A
+// read lock's release sets the remaining holds' timeout keys, and so the
+// hash, to it: it must not cut them below the deadline by which the
+// watchdog would judge a loss, or another owner could be granted while a
+// Held of this one is live. (A plain release never shortens the key.)
+func (c *Client) partialLease(l *ledger, h *Held) time.Duration {
+	c.mu.Lock()
+	entry := l.entry
+	lease := c.leaseAfter(l, h)
+	c.mu.Unlock()
+	if entry != nil {
+		if left := time.Until(c.wd.Deadline(entry)); left > lease {
+			lease = left.Truncate(time.Millisecond) + time.Millisecond
+		}
+	}
+	return lease
 }
 
 // leaseAfter is the lease a partial release of h sets (never shortening

@@ -224,10 +224,7 @@ func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
 	if done, _ := h.ended(); done {
 		return nil
 	}
-	c.mu.Lock()
-	lease := c.leaseAfter(l, h)
-	c.mu.Unlock()
-	r := c.newRelease(l, lease)
+	r := c.newRelease(l, c.partialLease(l, h))
 	sent := time.Now()
 	res, _, err := c.sendRelease(ctx, r, h.context().Done())
 	if err != nil {

@@ -564,6 +564,13 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		// whose grant would only be given back.
 		return outcome{}, join(ErrNotAcquired, context.Cause(ctx))
 	}
+	if l.kind.mode() != o.kind.mode() && c.holds(l) {
+		// One field, two layouts (a reader's field is the plain lock's):
+		// the other kind's script would read this owner's holds as its
+		// own, and its release would end them all. Checked holding the
+		// turn.
+		return outcome{}, invalidf("%q: this owner holds it as a %s lock and cannot take it as a %s lock too", m.name, l.kind.mode(), o.kind.mode())
+	}
 	l.kind = o.kind
 	if o.once && c.holds(l) {
 		// Checked holding the turn: two goroutines of one owner cannot

@@ -172,6 +172,15 @@ func (r *Registry) extendLocked(e *Entry, lease time.Duration, sent time.Time) {
 	}
 }
 
+// Deadline returns when e's lease runs out as far as the watchdog knows
+// (the latest send of a renewal or acquisition that was answered, plus
+// its lease).
+func (r *Registry) Deadline(e *Entry) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.time(e.deadline)
+}
+
 // SetRenew turns renewal of e on or off: on while some hold of the lock
 // was taken without an explicit lease.
 func (r *Registry) SetRenew(e *Entry, renew bool) {
