@@ -223,11 +223,14 @@ func (c *Client) leaveFair(ctx context.Context, l *ledger, fw *fairWait) (others
 		return true
 	}
 	c.setLeave(l, true)
-	if c.settle(tctx, l) != nil || c.leaveNow(tctx, l) != nil {
+	if c.settle(tctx, l) != nil {
 		c.finishLater(l, nil)
 		return false
 	}
 	c.releaseStrays(tctx, l)
+	if c.leaveNow(tctx, l) != nil {
+		c.finishLater(l, nil)
+	}
 	return false
 }
 

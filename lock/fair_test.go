@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -473,5 +474,57 @@ func TestFairMutexWaitingReportsThePosition(t *testing.T) {
 		t.Fatalf("cancelled Lock = %v", err)
 	}
 	must(t, java.FairLock(n).CancelWait(bg(), 1, 0))
+	must(t, h.Unlock(bg()))
+}
+
+// The model's D2 (docs/model/fair.pml): a fair acquire is held back in
+// the network, its resend is granted, the fence's settlement is lost, and
+// the caller's ctx ends, so the grant is given back. The give-back must
+// settle the held-back copy first: released without that, the copy runs
+// later, finds another holder and queues the field, which nobody waits
+// in: every later waiter would queue behind it until its timeout.
+func TestFairGiveBackSettlesAHeldBackCopyFirst(t *testing.T) {
+	srv := integrationRedis(t)
+	b := newClient(t, lock.Config{CommandTimeout: 100 * time.Millisecond}, srv)
+	a := newClient(t, lock.Config{}, srv)
+	rc := raw(t, srv)
+	n := name(t)
+	queue, _ := fairKeys(n)
+	var once atomic.Bool
+	late := inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
+		return len(cmd) > 2 && strings.EqualFold(cmd[0], "EVALSHA") && cmd[1] == reentrant.AcquireFairScript.SHA1() && once.CompareAndSwap(false, true)
+	}), Action: integration.LateRequest(800 * time.Millisecond)})
+	drop := inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
+		return len(cmd) > 2 && strings.EqualFold(cmd[0], "EVALSHA") && cmd[1] == reentrant.SettleScript.SHA1()
+	}), Action: integration.DropRequest, Times: math.MaxInt})
+	bctx, cancel := context.WithTimeout(lock.WithOwner(bg()), 50*time.Millisecond)
+	defer cancel()
+	owner, _ := lock.OwnerFrom(bctx)
+	if _, err := b.FairMutex(n).Lock(bctx); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("B's Lock = %v, want ErrNotAcquired (its ctx ended)", err)
+	}
+	actx, acancel := context.WithTimeout(bg(), 10*time.Second)
+	defer acancel()
+	held := make(chan *lock.Held, 1)
+	errs := make(chan error, 1)
+	go func() {
+		h, err := a.FairMutex(n).Lock(actx)
+		if err != nil {
+			errs <- err
+			return
+		}
+		held <- h
+	}()
+	must(t, late.Wait(actx)) // the held-back copy has run
+	drop.Remove()
+	var h *lock.Held
+	select {
+	case h = <-held:
+	case err := <-errs:
+		t.Fatalf("A's Lock = %v", err)
+	}
+	if q := lrange(t, rc, queue); slices.Contains(q, reentrant.Field(b.ID(), owner)) {
+		t.Fatalf("queue %q: B's field is queued with nobody of B waiting", q)
+	}
 	must(t, h.Unlock(bg()))
 }

@@ -786,7 +786,22 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 // giveBack releases the hold an acquire just added, holding the turn: a
 // Lock whose ctx ended (or whose Client closed) while its request was in
 // flight. A lost answer leaves the release unsettled, for a settler.
+// An earlier copy of the acquire that may still run (its fence was not
+// answered) is settled first, as before any later request of the field:
+// released before that, the copy could run afterwards and take a hold, or
+// (a fair lock) queue the field, that nobody has. When it cannot be
+// settled now, the grant is left to the settler, which settles and then
+// releases it as a hold nobody has.
 func (c *Client) giveBack(ctx context.Context, l *ledger) error {
+	if l.unsettled != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
+		err := c.settle(sctx, l, c.done)
+		cancel()
+		if err != nil {
+			c.settleLater(l)
+			return err
+		}
+	}
 	r := c.newRelease(l, c.cfg.WatchdogTimeout)
 	sent := time.Now()
 	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks docs/model/rlock.pml with spin (see README.md):
+# Checks docs/model/rlock.pml and docs/model/fair.pml with spin (see README.md):
 #   - the model of the code: no violation, search complete;
 #   - each mutation (behaviours of db82bdb and of 5225b73, before this
 #     model's fixes): spin MUST find a violation;
@@ -25,12 +25,14 @@ start=$(date +%s)
 run() {
   local name=$1 expect=$2 to=$3 dflags=$4 cflags=$5 pflags=$6
   local d="$work/$name"
+  local model=rlock.pml
+  case $name in fair*) model=fair.pml ;; esac
   mkdir -p "$d"
-  cp "$here/rlock.pml" "$d/"
+  cp "$here/$model" "$d/"
   (
     cd "$d"
     t0=$(date +%s)
-    spin -o3 -a $dflags rlock.pml >spin.out 2>&1 || { echo "FAIL $name: spin -a"; cat spin.out; exit 1; }
+    spin -o3 -a $dflags $model >spin.out 2>&1 || { echo "FAIL $name: spin -a"; cat spin.out; exit 1; }
     gcc -w -DMEMLIM=$memlim $cflags -o pan pan.c >cc.out 2>&1 || { echo "FAIL $name: gcc"; cat cc.out; exit 1; }
     set +e
     timeout "$to" ./pan $pflags >pan.out 2>&1
@@ -45,7 +47,7 @@ run() {
     pass)
       if [ "${errors:-1}" != 0 ]; then
         echo "FAIL $summary: spin found a violation; trail:"
-        spin -t $dflags rlock.pml 2>&1 | grep -E 'T=[0-9]+|assert|Error' | grep -v 'tick$' | tail -60
+        spin -t $dflags $model 2>&1 | grep -E 'T=[0-9]+|assert|Error' | grep -v 'tick$' | tail -60
         exit 1
       fi
       if grep -qE 'Search not completed|max search depth too small|reached -DMEMLIM' pan.out; then
@@ -55,7 +57,7 @@ run() {
       awk '/unreached in proctype (G|Redis|Watchdog|Clock|Settler)/ {p=1; next} /unreached in/ {p=0}
            p && /rlock.pml:[0-9]+, state/ && !/"-end-"/ {sub(/^[ \t]+/, ""); sub(/, state [0-9]+,/, ":"); print}' pan.out | sort -u >unreached.txt
       echo "ok   $summary (complete; $(wc -l <unreached.txt) unreached statements in this configuration)"
-      if [ "$name" != liveness ] && [ "$name" != live-notimer ]; then
+      if [ "$name" != liveness ] && [ "$name" != live-notimer ] && [ "$model" = rlock.pml ]; then
         ./pan -d >tables.txt 2>/dev/null || true
         cp tables.txt "$work/tables.$name"
         cp pan.out "$work/pan.$name"
@@ -91,6 +93,17 @@ specs=(
   "witness      fail 120 -DWITNESS~-DDRIFT=0~-DB_RST=0~-DB_LATE=0          SAFE0 -m400000~-c1~-w24"
   "liveness     pass 120 -DLIVE                                            LIVE  -m400000~-a~-f~-w24"
   "live-notimer fail 120 -DLIVE~-DNOTIMER                                  LIVE  -m400000~-a~-f~-w24"
+  # fair.pml: the fair lock's queue (README, "The fair lock's queue")
+  "fair-main    pass 240 -DNL2=1                                          SAFE2 -m400000~-c1~-w26"
+  "fair-lrep-dly pass 180 -DB_LREQ=0                                       SAFE2 -m400000~-c1~-w26"
+  "fair-prune   pass 240 -DPRUNE~-DNL2=1                                  SAFE2 -m400000~-c1~-w26"
+  "fair-live    pass 240 -DLIVE~-DB_LREQ=0~-DB_DREQ=0                      LIVE  -m400000~-a~-f~-w25"
+  "fair-M1      fail 120 -DM1~-DB_LREQ=0~-DB_LREP=0                        SAFE0 -m400000~-c1~-w24"
+  "fair-M2      fail 120 -DM2~-DB_LREQ=0~-DB_LREP=0~-DB_DREQ=0             SAFE0 -m400000~-c1~-w24"
+  "fair-M3      fail 120 -DM3~-DB_LREQ=0~-DB_LREP=0~-DB_DREQ=0             SAFE0 -m400000~-c1~-w24"
+  "fair-M4      fail 120 -DM4~-DB_LREQ=0~-DB_LREP=0                        SAFE0 -m400000~-c1~-w24"
+  "fair-M5      fail 120 -DM5~-DB_LREQ=0~-DB_DREQ=0~-DNL2=1                SAFE0 -m400000~-c1~-w24"
+  "fair-M6      fail 120 -DM6~-DB_LREP=0~-DNL2=1                           SAFE0 -m400000~-c1~-w24"
 )
 if [ "${MODEL_FULL:-0}" = 1 ]; then
   # the long run: a reset and a delayed reply in one run, with drift (about 5 min alone)

@@ -21,15 +21,13 @@
  *         still waits in the field's one place
  *   M3    no leave at all (an acquisition that gives up stays queued)
  *   M4    an acquire answered after it was sent again is not fenced
- *   FIX1  the proposed fix of the defect this model found (a stray hold
- *         left to expire): leaveFair releases the stray holds its
- *         settlement revealed, and later() releases strays also when it
- *         found nothing to settle
- *   FIX2  the proposed fix of the second defect (a late copy of an acquire
- *         queues the field after its grant was given back): giveBack
- *         settles the field's unsettled request before it releases, as
- *         Unlock and attempt do; if that fails it leaves the hold to the
- *         settler (which settles, then releases it as a stray)
+ *   M5    leaveFair does not release the holds its settlement revealed
+ *         (a grant whose reply was lost before the caller gave up), nor
+ *         does the settler when it found nothing to settle: the model's
+ *         D1, fixed in the code (a hold nobody has, until its lease)
+ *   M6    giveBack releases without settling the field's unsettled
+ *         request first: the model's D2, fixed in the code (a late copy
+ *         of the acquire queues the field after its grant was given back)
  *   PRUNE a script may prune the queue's head (its timeout passed): any
  *         head, at any run of the acquire or the release
  *   LIVE  the liveness configuration: LTL <> fin==NG under weak fairness
@@ -405,7 +403,7 @@ end_settler:
        fi;
 #ifndef M3
        if
-#ifdef FIX1
+#ifndef M5
        :: uns[c] == 0 -> leavenow(c, 0, ok); releasestrays(c)   /* the proposed fix */
 #else
        :: uns[c] == 0 -> leavenow(c, 0, ok)
@@ -506,7 +504,7 @@ inline attempt(g, c, fair, res) {
               if
               :: true -> live[c]++; gcs[g] = 1; res = A_GRANT; placed[g] = 0; printf("G%d holds\n", g)
               :: true -> ended[g] = 1; placed[g] = 0;       /* its ctx ended meanwhile: give back */
-#ifdef FIX2
+#ifndef M6
                  settle(c, 1, ok);                          /* the proposed fix: settle first */
                  if
                  :: ok ->
@@ -516,7 +514,7 @@ inline attempt(g, c, fair, res) {
                  :: ans[c] == STILL -> cnt[c] = (cnt[c] > 1 -> cnt[c] - 1 : 1)
                  :: else -> cnt[c] = 0
                  fi;
-#ifdef FIX2
+#ifndef M6
                  :: else -> skip                            /* the settler settles, then releases it as a stray */
                  fi;
 #endif
@@ -552,7 +550,7 @@ inline leavefairc(g, c) {
 #ifndef M1
            settle(c, 1, ok);
            if
-#ifdef FIX1
+#ifndef M5
            :: ok -> releasestrays(c); leavenow(c, 1, ok)   /* the proposed fix */
 #else
            :: ok -> leavenow(c, 1, ok)
