@@ -3,7 +3,6 @@ package reentrant
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -84,14 +83,7 @@ func (l LeaveFair) Run(ctx context.Context, c rueidis.Client) (bool, error) {
 	res := LeaveFairScript.Run(ctx, c,
 		[]string{l.Name, FairQueueName(l.Name), FairTimeoutName(l.Name), ChannelName(l.Name)},
 		[]string{l.Field, ms(l.Wait), UnlockMessage, l.Publish})
-	v, err := res.AsInt64()
-	if err != nil {
-		if res.Error() != nil {
-			return false, err
-		}
-		return false, fmt.Errorf("%w: leave fair queue: %v", ErrUnexpectedReply, err)
-	}
-	return v == 1, nil
+	return isOne(res, "leave fair queue")
 }
 
 // ForceUnlockFair deletes the fair lock name whoever holds it and, when
@@ -101,12 +93,5 @@ func ForceUnlockFair(ctx context.Context, c rueidis.Client, name, publish string
 	res := ForceUnlockFairScript.Run(ctx, c,
 		[]string{name, FairQueueName(name), FairTimeoutName(name), ChannelName(name)},
 		[]string{UnlockMessage, publish, nowMs()})
-	v, err := res.AsInt64()
-	if err != nil {
-		if res.Error() != nil {
-			return false, err
-		}
-		return false, fmt.Errorf("%w: force unlock: %v", ErrUnexpectedReply, err)
-	}
-	return v == 1, nil
+	return isOne(res, "force unlock")
 }

@@ -116,12 +116,19 @@ func parseRelease(res rueidis.RedisResult) (ReleaseResult, error) {
 // publishes the unlock message. It reports whether a lock was deleted.
 func ForceUnlock(ctx context.Context, c rueidis.Client, name, publish string) (bool, error) {
 	res := ForceUnlockScript.Run(ctx, c, []string{name, ChannelName(name)}, []string{UnlockMessage, publish})
+	return isOne(res, "force unlock")
+}
+
+// isOne reads a script's integer reply as a boolean, 1 being true; what
+// names the script in the error of a reply of another shape. An error
+// reply is returned as is.
+func isOne(res rueidis.RedisResult, what string) (bool, error) {
 	v, err := res.AsInt64()
 	if err != nil {
 		if res.Error() != nil {
 			return false, err
 		}
-		return false, fmt.Errorf("%w: force unlock: %v", ErrUnexpectedReply, err)
+		return false, fmt.Errorf("%w: %s: %v", ErrUnexpectedReply, what, err)
 	}
 	return v == 1, nil
 }

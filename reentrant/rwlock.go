@@ -3,7 +3,6 @@ package reentrant
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -168,14 +167,7 @@ func (r Release) call() (*Script, []string, []string) {
 // expire, as Redisson leaves them.
 func ForceUnlockRW(ctx context.Context, c rueidis.Client, name, mode, msg, publish string) (bool, error) {
 	res := ForceUnlockRWScript.Run(ctx, c, []string{name, RWChannelName(name)}, []string{msg, publish, mode})
-	v, err := res.AsInt64()
-	if err != nil {
-		if res.Error() != nil {
-			return false, err
-		}
-		return false, fmt.Errorf("%w: force unlock: %v", ErrUnexpectedReply, err)
-	}
-	return v == 1, nil
+	return isOne(res, "force unlock")
 }
 
 // IsLockedRW reports whether the half m (ModeRead or ModeWrite) of the
@@ -184,12 +176,5 @@ func ForceUnlockRW(ctx context.Context, c rueidis.Client, name, mode, msg, publi
 // readers hold it, the writer's own reads included.
 func IsLockedRW(ctx context.Context, c rueidis.Client, name string, m Mode) (bool, error) {
 	res := isLockedRWScript.Run(ctx, c, []string{name}, []string{m.String()})
-	v, err := res.AsInt64()
-	if err != nil {
-		if res.Error() != nil {
-			return false, err
-		}
-		return false, fmt.Errorf("%w: is locked: %v", ErrUnexpectedReply, err)
-	}
-	return v == 1, nil
+	return isOne(res, "is locked")
 }
