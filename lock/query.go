@@ -98,9 +98,37 @@ func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if m != nil && m.kind.mode() != reentrant.ModeLock {
-		return m.forceUnlockHalf(ctx)
+	if m == nil {
+		return m.forceUnlock(ctx, true, nil)
 	}
+	switch m.kind {
+	case kindRead:
+		return m.forceUnlockRW(ctx, "read", reentrant.UnlockMessage)
+	case kindWrite:
+		return m.forceUnlockRW(ctx, "write", reentrant.ReadUnlockMessage)
+	case kindFair:
+		return m.forceUnlock(ctx, true, func(qctx context.Context, c *Client) (bool, error) {
+			return reentrant.ForceUnlockFair(qctx, c.rc, m.name, c.publish)
+		})
+	}
+	return m.forceUnlock(ctx, true, func(qctx context.Context, c *Client) (bool, error) {
+		// a spin lock's publishes nothing: Redisson's spin forceUnlock only deletes
+		return reentrant.ForceUnlock(qctx, c.rc, m.name, c.publishFor(m.kind))
+	})
+}
+
+// forceUnlockRW deletes the read-write lock when in mode ("" any) and
+// publishes msg; the Client's holds of the name are lost when it did.
+func (m *Mutex) forceUnlockRW(ctx context.Context, mode, msg string) (bool, error) {
+	return m.forceUnlock(ctx, false, func(qctx context.Context, c *Client) (bool, error) {
+		return reentrant.ForceUnlockRW(qctx, c.rc, m.name, mode, msg, c.publish)
+	})
+}
+
+// forceUnlock runs a force-unlock script of m's kind (send, bounded by
+// CommandTimeout), then ends this Client's holds of the name: always, or
+// (not always) only when a lock was deleted.
+func (m *Mutex) forceUnlock(ctx context.Context, always bool, send func(context.Context, *Client) (bool, error)) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, err
 	}
@@ -110,20 +138,14 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	defer c.exit()
 	qctx, cancel := c.cmdCtx(ctx)
-	var (
-		deleted bool
-		err     error
-	)
-	if m.kind == kindFair {
-		deleted, err = reentrant.ForceUnlockFair(qctx, c.rc, m.name, c.publish)
-	} else {
-		deleted, err = reentrant.ForceUnlock(qctx, c.rc, m.name, c.publishFor(m.kind)) // a spin lock's: Redisson's spin forceUnlock only deletes
-	}
+	deleted, err := send(qctx, c)
 	cancel()
 	if err != nil {
 		return false, join(masterErr(c.errAt(m.name), "force unlock", err), ctx.Err())
 	}
-	c.loseName(m.name)
+	if always || deleted {
+		c.loseName(m.name)
+	}
 	return deleted, nil
 }
 

@@ -116,38 +116,6 @@ func (rw *ReadWriteMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	return rw.write.forceUnlockRW(ctx, "", reentrant.ReadUnlockMessage)
 }
 
-// forceUnlockHalf is ForceUnlock of a read-write lock's half, as
-// Redisson's: only in its own mode, with its own message.
-func (m *Mutex) forceUnlockHalf(ctx context.Context) (bool, error) {
-	if m.kind == kindRead {
-		return m.forceUnlockRW(ctx, "read", reentrant.UnlockMessage)
-	}
-	return m.forceUnlockRW(ctx, "write", reentrant.ReadUnlockMessage)
-}
-
-// forceUnlockRW deletes the read-write lock when in mode ("" any) and
-// publishes msg; the Client's holds of the name are lost when it did.
-func (m *Mutex) forceUnlockRW(ctx context.Context, mode, msg string) (bool, error) {
-	if err := m.check(ctx); err != nil {
-		return false, err
-	}
-	c := m.c
-	if err := c.enter(); err != nil {
-		return false, err
-	}
-	defer c.exit()
-	qctx, cancel := c.cmdCtx(ctx)
-	deleted, err := reentrant.ForceUnlockRW(qctx, c.rc, m.name, mode, msg, c.publish)
-	cancel()
-	if err != nil {
-		return false, join(masterErr(c.errAt(m.name), "force unlock", err), ctx.Err())
-	}
-	if deleted {
-		c.loseName(m.name)
-	}
-	return deleted, nil
-}
-
 // loseName ends every hold of this Client on the lock name: it was
 // force-unlocked.
 func (c *Client) loseName(name string) {
