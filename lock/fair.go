@@ -260,7 +260,5 @@ func (c *Client) leaveNow(ctx context.Context, l *ledger) error {
 // turn. Like an unsettled request, it keeps the ledger.
 func (c *Client) setLeave(l *ledger, leave bool) {
 	l.fair.leave = leave
-	c.mu.Lock()
-	l.keep = l.unsettled != nil || leave
-	c.mu.Unlock()
+	c.setKeep(l)
 }

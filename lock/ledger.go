@@ -519,7 +519,14 @@ func (c *Client) queueLatch(r reentrant.Release) {
 // the caller holds the turn.
 func (c *Client) setUnsettled(l *ledger, u *request) {
 	l.unsettled = u
+	c.setKeep(l)
+}
+
+// setKeep keeps l while it has an unsettled request or a pending leave of
+// a fair queue (their settler needs it); the caller holds the turn.
+func (c *Client) setKeep(l *ledger) {
+	keep := l.unsettled != nil || l.leaving()
 	c.mu.Lock()
-	l.keep = u != nil || l.leaving()
+	l.keep = keep
 	c.mu.Unlock()
 }
