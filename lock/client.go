@@ -543,7 +543,7 @@ func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
 func (c *Client) closeRelease(ctx context.Context, l *ledger, helds []*Held, lost <-chan struct{}) error {
 	r := c.newRelease(l, c.cfg.WatchdogTimeout)
 	start := time.Now()
-	res, _, err := c.sendRelease(ctx, r, lost)
+	res, _, err := c.sendRelease(ctx, r, stops{a: lost})
 	if c.obs != nil && c.obs.Release != nil && len(helds) > 0 {
 		h := helds[len(helds)-1]
 		c.obs.Release(ctx, observe.Release{Name: l.name, Addr: c.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,

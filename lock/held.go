@@ -220,21 +220,27 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	l := h.l
 	c.useLedger(l)
 	defer c.unuse(l)
-	if err := l.take(ctx, c.done, h.context().Done()); err != nil {
-		if done, herr := h.ended(); done {
-			return false, herr
+	// The hold's context (and its channel) is made only when the turn is
+	// busy and its end must be able to stop the wait.
+	if !l.tryTake() {
+		if err := l.take(ctx, c.done, h.context().Done()); err != nil {
+			if done, herr := h.ended(); done {
+				return false, herr
+			}
+			if errors.Is(err, ErrClosed) {
+				return false, ErrClosed // Close releases it
+			}
+			return false, wrapf(err, "unlock of %q not sent: another operation of its owner is in flight", l.name)
 		}
-		if errors.Is(err, ErrClosed) {
-			return false, ErrClosed // Close releases it
-		}
-		return false, wrapf(err, "unlock of %q not sent: another operation of its owner is in flight", l.name)
 	}
 	defer l.give()
-	if err := c.settle(ctx, l, h.context().Done(), c.done); err != nil {
-		if done, herr := h.ended(); done {
-			return false, join(herr, err)
+	if l.unsettled != nil { // (read holding the turn; no context made for the common case)
+		if err := c.settle(ctx, l, h.context().Done(), c.done); err != nil {
+			if done, herr := h.ended(); done {
+				return false, join(herr, err)
+			}
+			return false, join(err, ctx.Err())
 		}
-		return false, join(err, ctx.Err())
 	}
 	if done, herr := h.ended(); done {
 		if herr == nil { // the earlier Unlock's release went through
@@ -262,7 +268,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		res      reentrant.ReleaseResult
 		unsynced error
 	)
-	res, unsynced, err = c.sendRelease(ctx, r, h.context().Done(), c.done) // Close takes over
+	res, unsynced, err = c.sendRelease(ctx, r, stops{held: h, b: c.done}) // Close takes over
 	if err != nil {
 		return false, c.unconfirmed(l, h, &request{id: r.RequestID, release: h, sent: sent}, err)
 	}

@@ -26,17 +26,18 @@ import (
 //
 // Ownership of the fields:
 //   - count and unsettled: only the turn holder reads or writes them;
-//   - turn and waiters: guarded by tmu;
+//   - turn, busy and waiters: guarded by tmu;
 //   - users, helds, entry, renewing: guarded by Client.mu;
 //   - a Held's own state: guarded by Held.mu.
 type ledger struct {
 	name, field string
-	// turn has capacity 1: sending takes the turn. It is made by the
-	// first take and dropped by the give that leaves nobody waiting: a
-	// channel costs 96 bytes, and a held lock's turn is free nearly
-	// always.
+	// busy is set while the turn is taken. turn (capacity 1) is made
+	// only when a take must wait, and give hands the turn over through
+	// it; the give that leaves nobody waiting drops it: a channel costs
+	// 96 bytes, and a lock's turn is free nearly always.
 	turn chan struct{}
 	tmu  sync.Mutex
+	busy bool // guarded by tmu
 
 	// guarded by the turn
 	count     int      // the field's holds in Redis, as far as this Client knows
@@ -48,7 +49,7 @@ type ledger struct {
 	users    int32           // goroutines using the ledger; it is dropped when 0 and nothing is held
 	renewing int32           // live helds taken without Lease
 
-	waiters int32 // guarded by tmu: takes that may send on turn (it is kept while any is)
+	waiters int32 // guarded by tmu: takes waiting on turn (it is kept while any is)
 	keep    bool  // guarded by Client.mu: an unsettled request is recorded, never drop the ledger
 	kind    kind  // guarded by the turn: the last acquisition's kind, which the field's releases follow
 
@@ -111,48 +112,78 @@ func (c *Client) unuse(l *ledger) {
 }
 
 // take takes l's turn, waiting until ctx ends, stop closes or lost closes.
-// Waiters are served in the order they came (the channel's).
+// A free turn is taken with no channel; waiters wait on the turn channel
+// (made by the first of them) and are served in the order they came (the
+// channel's receive queue): give hands the turn to the first directly.
 func (l *ledger) take(ctx context.Context, stop, lost <-chan struct{}) error {
 	l.tmu.Lock()
+	if !l.busy {
+		l.busy = true
+		l.tmu.Unlock()
+		return nil
+	}
 	if l.turn == nil {
 		l.turn = make(chan struct{}, 1)
 	}
 	turn := l.turn
 	l.waiters++
 	l.tmu.Unlock()
-	defer func() {
-		l.tmu.Lock()
-		l.waiters--
-		l.tmu.Unlock()
-	}()
+	var err error
 	select {
-	case turn <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case turn <- struct{}{}:
-		return nil
+	case <-turn:
+		// handed over by give: busy stayed set
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
 	case <-stop:
-		return ErrClosed
+		err = ErrClosed
 	case <-lost:
-		return errLostWhileWaiting
+		err = errLostWhileWaiting
 	}
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	l.waiters--
+	if err != nil {
+		select {
+		case <-turn: // handed over as this wait ended: pass it on
+			l.passLocked()
+		default:
+		}
+	}
+	return err
+}
+
+// tryTake takes the turn if it is free, without waiting.
+func (l *ledger) tryTake() bool {
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	if l.busy {
+		return false
+	}
+	l.busy = true
+	return true
 }
 
 var errLostWhileWaiting = errors.New("rlock: hold ended while waiting")
 
-// give gives the turn back (to the first waiter, if any), and drops the
-// channel when nobody waits: the next take makes a new one.
+// give gives the turn back: to the first waiter, if any, else it frees it
+// and drops the channel.
 func (l *ledger) give() {
 	l.tmu.Lock()
-	<-l.turn
-	if l.waiters == 0 && len(l.turn) == 0 {
-		l.turn = nil
-	}
+	l.passLocked()
 	l.tmu.Unlock()
+}
+
+// passLocked hands the taken turn to the first waiter, or frees it when
+// nobody waits. Only the turn's holder calls it (give, or a waiter that
+// was handed the turn as its wait ended), so the channel's one slot is
+// empty. Holding tmu.
+func (l *ledger) passLocked() {
+	if l.waiters > 0 {
+		l.turn <- struct{}{}
+		return
+	}
+	l.busy = false
+	l.turn = nil
 }
 
 // recordTTL is how long a request's record (its unlock latch, or the
@@ -226,7 +257,7 @@ func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
 	}
 	r := c.newRelease(l, c.partialLease(l, h))
 	sent := time.Now()
-	res, _, err := c.sendRelease(ctx, r, h.context().Done())
+	res, _, err := c.sendRelease(ctx, r, stops{held: h})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			c.setUnsettled(l, &request{id: r.RequestID, release: h, sent: sent})
@@ -297,23 +328,39 @@ func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
 // network failures with a growing delay until ctx ends or stop or also
 // closes. Each send is bounded by CommandTimeout.
 func (c *Client) retry(ctx context.Context, name, op string, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
-	return c.retryFor(ctx, name, op, 0, time.Time{}, stop, send, also...)
+	st := stops{a: stop}
+	if len(also) > 0 {
+		st.b = also[0]
+	}
+	return c.retryFor(ctx, name, op, 0, time.Time{}, st, send)
+}
+
+// stops are what ends a retry's waiting with ErrClosed: up to two
+// channels, and the end of a hold, whose context (and channel) is made
+// only when a retry must wait.
+type stops struct {
+	a, b <-chan struct{}
+	held *Held
+}
+
+// lost is the held's Done channel, nil without one.
+func (s stops) lost() <-chan struct{} {
+	if s.held == nil {
+		return nil
+	}
+	return s.held.context().Done()
 }
 
 // retryFor is retry whose every attempt may take extra beyond
 // CommandTimeout (a WAIT for replicas sent with the request), and which
 // sends nothing after until (unless zero): as with a deadline on ctx, but
 // with no timer unless a send fails.
-func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Duration, until time.Time, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
-	var stop2 <-chan struct{}
-	if len(also) > 0 {
-		stop2 = also[0]
-	}
+func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Duration, until time.Time, st stops, send func(context.Context) error) error {
 	delay := 5 * time.Millisecond
 	for {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CommandTimeout+extra)
+		actx := newSendCtx(ctx, c.cfg.CommandTimeout+extra)
 		err := send(actx)
-		cancel()
+		actx.stop()
 		if err == nil {
 			return nil
 		}
@@ -325,7 +372,7 @@ func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Durat
 		if !errors.Is(err, ErrUnavailable) {
 			return err
 		}
-		if perr := pauseRetry(ctx, delay, until, stop, stop2); perr != nil {
+		if perr := pauseRetry(ctx, delay, until, st.a, st.b, st.lost()); perr != nil {
 			return join(err, perr)
 		}
 		delay = min(2*delay, time.Second)
@@ -334,8 +381,8 @@ func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Durat
 
 // pauseRetry waits d before a send is retried; it returns ctx's error
 // when ctx ends, context.DeadlineExceeded when until comes first, and
-// ErrClosed when stop or stop2 closes.
-func pauseRetry(ctx context.Context, d time.Duration, until time.Time, stop, stop2 <-chan struct{}) error {
+// ErrClosed when stop, stop2 or stop3 closes.
+func pauseRetry(ctx context.Context, d time.Duration, until time.Time, stop, stop2, stop3 <-chan struct{}) error {
 	last := false
 	if !until.IsZero() {
 		if left := time.Until(until); left <= d {
@@ -355,6 +402,8 @@ func pauseRetry(ctx context.Context, d time.Duration, until time.Time, stop, sto
 	case <-stop:
 		return ErrClosed
 	case <-stop2:
+		return ErrClosed
+	case <-stop3:
 		return ErrClosed
 	}
 }
@@ -443,7 +492,7 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 	c.mu.Unlock()
 	for n == 0 && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
 		r := c.newRelease(l, c.cfg.WatchdogTimeout)
-		res, _, err := c.sendRelease(ctx, r, nil)
+		res, _, err := c.sendRelease(ctx, r, stops{})
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {
 				c.setUnsettled(l, &request{id: r.RequestID, sent: time.Now()})
@@ -472,17 +521,17 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 // that ran is sent again, answered by its latch, until a replica
 // acknowledged it, maxUnsynced times in all; unsynced is then the error
 // to report, the release having taken effect on the master.
-func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, stop <-chan struct{}, also ...<-chan struct{}) (res reentrant.ReleaseResult, unsynced, err error) {
+func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, st stops) (res reentrant.ReleaseResult, unsynced, err error) {
 	r.Sync = c.sync(ctx, r.Name)
 	sends := 0
 	until := c.retryHorizon(time.Now())
 	for tries := 1; ; tries++ {
 		acked := -1
-		err = c.retryFor(ctx, r.Name, "release", r.Sync.Extra(), until, stop, func(actx context.Context) (err error) {
+		err = c.retryFor(ctx, r.Name, "release", r.Sync.Extra(), until, st, func(actx context.Context) (err error) {
 			sends++
 			res, acked, err = r.RunSynced(actx, c.rc)
 			return err
-		}, also...)
+		})
 		if err != nil {
 			return res, nil, err
 		}

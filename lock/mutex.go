@@ -668,7 +668,7 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 	var res reentrant.AcquireResult
 	sends := 0
 	unknown := false // some send's outcome is unknown: it may have run
-	err := c.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, c.done, func(actx context.Context) (err error) {
+	err := c.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, stops{a: c.done}, func(actx context.Context) (err error) {
 		sends++
 		res, err = req.Run(actx, c.rc)
 		if err != nil && isReply(err) {
@@ -806,7 +806,7 @@ func (c *Client) giveBack(ctx context.Context, l *ledger) error {
 	sent := time.Now()
 	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
 	defer cancel()
-	res, _, err := c.sendRelease(rctx, r, nil)
+	res, _, err := c.sendRelease(rctx, r, stops{})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			c.setUnsettled(l, &request{id: r.RequestID, sent: sent})
