@@ -227,11 +227,13 @@ func openRlock(ctx context.Context, addr string, o openOpts) (locker, error) {
 // rlockClientOption is the rueidis configuration lock.New makes.
 func rlockClientOption(addr string) rueidis.ClientOption {
 	return rueidis.ClientOption{
-		InitAddress:       []string{addr},
-		ForceSingleClient: true,
-		DisableCache:      true,
-		Dialer:            net.Dialer{Timeout: 5 * time.Second},
-		ConnWriteTimeout:  3 * time.Second, // lock.Config's default CommandTimeout
+		InitAddress:         []string{addr},
+		ForceSingleClient:   true,
+		DisableCache:        true,
+		Dialer:              net.Dialer{Timeout: 5 * time.Second},
+		ConnWriteTimeout:    3 * time.Second, // lock.Config's default CommandTimeout
+		ReadBufferEachConn:  64 << 10,        // lock.New's connBuffer
+		WriteBufferEachConn: 64 << 10,
 	}
 }
 

@@ -110,6 +110,14 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		AlwaysRESP2:       cfg.AlwaysRESP2,
 		Dialer:            net.Dialer{Timeout: dial},
 		ConnWriteTimeout:  max(cfg.CommandTimeout, time.Second),
+		// A lock's commands and replies are small, and a Client keeps a
+		// few connections (the callers' pipelined ones, a dedicated one
+		// for background round trips, one for pub/sub): rueidis's
+		// default buffers, half a MiB each way per connection, are for
+		// large values. A renewal batch larger than this is written in
+		// several flushes.
+		ReadBufferEachConn:  connBuffer,
+		WriteBufferEachConn: connBuffer,
 	}
 	if cfg.MasterSet != "" {
 		opt.Sentinel = sentinelOption(cfg, dial)
@@ -590,6 +598,10 @@ func (c *Client) endClosed(l *ledger, helds []*Held, err error) error {
 // cleaner deletes them together.
 const latchFlushDelay = time.Second
 
+// connBuffer is the read and the write buffer of each connection New
+// makes.
+const connBuffer = 64 << 10
+
 // cleanLatches deletes answered unlock latches in batches, off the
 // Unlock path (they also expire by themselves).
 func (c *Client) cleanLatches(ctx context.Context) {
@@ -633,7 +645,7 @@ func (c *Client) deleteLatches(first *string) {
 	}
 	if len(batch) > 0 {
 		ctx, cancel := c.cmdCtx(context.Background())
-		c.rc.DoMulti(ctx, batch...)
+		reentrant.DoMultiApart(ctx, c.rc, batch...)
 		cancel()
 	}
 }

@@ -231,7 +231,7 @@ func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout t
 	go func() {
 		defer r.strays.Done()
 		defer cancel()
-		done <- r.c.DoMulti(rctx, cmds...)
+		done <- reentrant.DoMultiApart(rctx, r.c, cmds...)
 	}()
 	t := time.NewTimer(timeout + time.Millisecond)
 	defer t.Stop()
