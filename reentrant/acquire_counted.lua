@@ -14,6 +14,20 @@ if redis.call('exists', KEYS[2]) == 1 then
 end
 local known = tonumber(ARGV[3])
 local lease = tonumber(ARGV[1])
+if redis.call('pttl', KEYS[1]) == -2 then
+    -- The lock is free (the common case, in four commands): a first hold,
+    -- unless the client knows of holds, which were then lost.
+    if known > 0 then
+        return {2, 0, 0}
+    end
+    local token = 0
+    if ARGV[4] == '1' then
+        token = redis.call('incr', KEYS[3])
+    end
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], lease)
+    return {1, 1, token}
+end
 local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
 if count == nil then
     return redis.error_reply('ERR rlock: hold count of the field is not an integer')
