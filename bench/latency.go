@@ -24,6 +24,12 @@ type latencyResult struct {
 	FloorCPU, FloorPlCPU, FloorGoCPU time.Duration
 	Libs                             []libLatency
 	Samples                          int // per library
+	// Protocol are the protocol floors (protofloor.go): Redisson's
+	// scripts and rlock's, sent raw.
+	Protocol []protocolRow
+	// RlockOverScripts is rlock's paired ratio to rlock's scripts sent
+	// raw: what its Client adds to its own scripts.
+	RlockOverScripts float64
 
 	floorSamples, floorPlSamples, floorGoSamples, rttSamples samples
 }
@@ -44,6 +50,14 @@ type libLatency struct {
 	Paired, PairedOwn float64
 
 	totalSamples samples
+}
+
+// protocolRow is one protocol floor's measurement.
+type protocolRow struct {
+	Name   string
+	Total  summary
+	CPU    time.Duration
+	Paired float64 // paired p50 to the floor
 }
 
 // latencyTarget is one thing whose cycle is timed.
@@ -88,7 +102,20 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		{name: "floor (rueidis pipelining)", cycle: floorCycle(pf.once, "bench:latency:floor-pl")},
 		{name: "floor (go-redis)", cycle: floorCycle(gf.once, "bench:latency:floor-go")},
 	}
-	const nFloors = 3
+	rf, err := newRedissonScriptsFloor(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer rf.Close()
+	lf, err := newRlockScriptsFloor(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	targets = append(targets,
+		latencyTarget{name: "Redisson's scripts", cycle: floorCycle(rf.once, "bench:latency:redisson-scripts")},
+		latencyTarget{name: "rlock's scripts", cycle: floorCycle(lf.once, "bench:latency:rlock-scripts")})
+	const nFloors = 5
 	libs := []library{libRlock, libRedsync, libRedislock, libRueidislock}
 	for _, lib := range libs {
 		l, err := lib.open(ctx, addr, openOpts{})
@@ -127,6 +154,12 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 	r.floorGoSamples = accs[2].total.sorted()
 	r.FloorGo = summarize(r.floorGoSamples)
 	r.FloorCPU, r.FloorPlCPU, r.FloorGoCPU = accs[0].perCycle(), accs[1].perCycle(), accs[2].perCycle()
+	for i := 3; i < nFloors; i++ {
+		a := accs[i]
+		pr := protocolRow{Name: targets[i].name, Total: summarize(a.total.sorted()), CPU: a.perCycle(), Paired: pairedRatio(a.blockP50, accs[0].blockP50)}
+		logf("  %-20s p50 %v  paired %.2f× floor, CPU/cycle %v", pr.Name, pr.Total.P50, pr.Paired, pr.CPU)
+		r.Protocol = append(r.Protocol, pr)
+	}
 	for i, lib := range libs {
 		a := accs[i+nFloors]
 		unl := make(samples, len(a.total))
@@ -148,14 +181,26 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		ll.PairedOwn = pairedRatio(a.blockP50, ownAcc.blockP50)
 		logf("  %-12s p50 %v p99 %v  %.2f× floor (paired %.2f×; %.2f× its client's floor), CPU/cycle %v", ll.Name, ll.Total.P50, ll.Total.P99, ll.RatioP50, ll.Paired, ll.PairedOwn, ll.CPU)
 		r.Libs = append(r.Libs, ll)
+		if lib.name == libRlock.name {
+			r.RlockOverScripts = pairedRatio(a.blockP50, accs[4].blockP50)
+			logf("  rlock ÷ rlock's scripts sent raw (paired): %.2f×", r.RlockOverScripts)
+		}
 	}
 	logf("  floor p50 %v, pipelining %v, go-redis %v, PING p50 %v; floor CPU/cycle %v, %v, %v", r.Floor.P50, r.FloorPl.P50, r.FloorGo.P50, r.RTT.P50, r.FloorCPU, r.FloorPlCPU, r.FloorGoCPU)
 	return r, nil
 }
 
 func (r *latencyResult) check() error {
-	if r.RTT.P50 <= 0 || r.Floor.P50 <= 0 || r.FloorPl.P50 <= 0 || r.FloorGo.P50 <= 0 || len(r.Libs) != 4 {
+	if r.RTT.P50 <= 0 || r.Floor.P50 <= 0 || r.FloorPl.P50 <= 0 || r.FloorGo.P50 <= 0 || len(r.Libs) != 4 || len(r.Protocol) != 2 {
 		return fmt.Errorf("latency: missing baselines or libraries")
+	}
+	for _, p := range r.Protocol {
+		if p.Total.P50 <= 0 || !(p.Paired > 0) {
+			return fmt.Errorf("latency: %s produced no samples", p.Name)
+		}
+	}
+	if !(r.RlockOverScripts > 0) {
+		return fmt.Errorf("latency: no ratio of rlock to its scripts")
 	}
 	for _, l := range r.Libs {
 		if l.Total.N == 0 || l.Total.P50 <= 0 || !(l.RatioP50 > 0) {

@@ -358,11 +358,15 @@ func (r *results) markdown(img string) string {
 			{"floor (2 × EVALSHA)", "rueidis, pipelining", fmtDur(l.FloorPl.P50), fmtDur(l.FloorPl.P99), fmtDur(l.FloorPl.Mean), "", "", fmtDur(l.FloorPlCPU), "", fx(ratio(l.FloorPl.P50, l.Floor.P50)), fx(ratio(l.FloorPl.P99, l.Floor.P99)), "1"},
 			{"floor (2 × EVALSHA)", "go-redis", fmtDur(l.FloorGo.P50), fmtDur(l.FloorGo.P99), fmtDur(l.FloorGo.Mean), "", "", fmtDur(l.FloorGoCPU), "", fx(ratio(l.FloorGo.P50, l.Floor.P50)), fx(ratio(l.FloorGo.P99, l.Floor.P99)), "1"},
 		}
+		for _, pr := range l.Protocol {
+			rows = append(rows, []string{pr.Name + " (2 × EVALSHA)", "rueidis", fmtDur(pr.Total.P50), fmtDur(pr.Total.P99), fmtDur(pr.Total.Mean), "", "", fmtDur(pr.CPU), fx(pr.Paired), fx(ratio(pr.Total.P50, l.Floor.P50)), fx(ratio(pr.Total.P99, l.Floor.P99)), ""})
+		}
 		for _, lib := range l.Libs {
 			rows = append(rows, []string{"**" + lib.Name + "**", lib.Client, fmtDur(lib.Total.P50), fmtDur(lib.Total.P99), fmtDur(lib.Total.Mean), fmtDur(lib.Lock.P50), fmtDur(lib.Unlock.P50), fmtDur(lib.CPU), "**" + fx(lib.Paired) + "**", fx(lib.RatioP50), fx(lib.RatioP99), fx(lib.PairedOwn)})
 		}
 		table(&w, []string{"", "client", "p50", "p99", "mean", "Lock p50", "Unlock p50", "process CPU/cycle", "paired p50 / floor", "p50 / floor", "p99 / floor", "paired p50 / own client's floor"}, rows)
 		w.WriteString("*paired* ratios divide each library's block median by the floor's block median of the same round and take the median over the rounds: the machine's load changes from second to second, and pairing keeps that out of the ratio. The other ratios divide whole-run percentiles.\n\n")
+		fmt.Fprintf(&w, "The two *scripts* rows are the protocol's own floor: Redisson's layout with no client logic around it, the acquire and release scripts sent raw by EVALSHA on one rueidis client, each on a free key. *Redisson's scripts* are the ones a Java RLock sends (the stand-in for Redisson 3.52.0, written from its source; the unlock latch Redisson deletes afterwards without waiting is left to expire); *rlock's scripts* are rlock's own, which also answer each request by its id (the ledger's counted protocol). What Redis spends on them, beyond a trivial script, is what any client on this layout pays; rlock's Lock+Unlock took **%s** its own scripts sent raw (paired), which is what its Client adds.\n\n", fx(l.RlockOverScripts))
 		fmt.Fprintf(&w, "![%s](%s/bench-latency.svg)\n\n", "Uncontended latency by percentile", img)
 	}
 
