@@ -215,23 +215,35 @@ func (h *Held) Unlock(ctx context.Context) error {
 	return err
 }
 
+// takeForUnlock takes l's turn for a release of h, waiting until ctx
+// ends, the Client closes or h ends; it reports whether it took it, and
+// otherwise Unlock's error (nil when h ended plainly meanwhile). The
+// hold's context (and its channel) is made only when the turn is busy and
+// its end must be able to stop the wait.
+func (c *Client) takeForUnlock(ctx context.Context, l *ledger, h *Held) (bool, error) {
+	if l.tryTake() {
+		return true, nil
+	}
+	err := l.take(ctx, c.done, h.context().Done())
+	if err == nil {
+		return true, nil
+	}
+	if done, herr := h.ended(); done {
+		return false, herr
+	}
+	if errors.Is(err, ErrClosed) {
+		return false, ErrClosed // Close releases it
+	}
+	return false, wrapf(err, "unlock of %q not sent: another operation of its owner is in flight", l.name)
+}
+
 // unlock releases one hold of h, holding the ledger's turn.
 func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error) {
 	l := h.l
 	c.useLedger(l)
 	defer c.unuse(l)
-	// The hold's context (and its channel) is made only when the turn is
-	// busy and its end must be able to stop the wait.
-	if !l.tryTake() {
-		if err := l.take(ctx, c.done, h.context().Done()); err != nil {
-			if done, herr := h.ended(); done {
-				return false, herr
-			}
-			if errors.Is(err, ErrClosed) {
-				return false, ErrClosed // Close releases it
-			}
-			return false, wrapf(err, "unlock of %q not sent: another operation of its owner is in flight", l.name)
-		}
+	if taken, err := c.takeForUnlock(ctx, l, h); !taken {
+		return false, err
 	}
 	defer l.give()
 	if l.unsettled != nil { // (read holding the turn; no context made for the common case)
