@@ -2,7 +2,9 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,12 +12,27 @@ import (
 	"github.com/rlock-go/rlock/integration"
 )
 
-// pipelinedConns counts the rueidis connections of this process in
-// pipelining mode: each has a reader goroutine.
-func pipelinedConns() int {
+// pipelinedConns counts the rueidis connections in pipelining mode (each
+// has a reader goroutine) among the goroutines labelled with label: those
+// started, directly or not, by code run under pprof.Do with it. Other
+// clients of the test binary (TestMain's) are not counted.
+func pipelinedConns(label string) int {
 	var b strings.Builder
 	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
-	return strings.Count(b.String(), "rueidis.(*pipe)._backgroundRead")
+	n := 0
+	for _, rec := range strings.Split(b.String(), "\n\n") {
+		if !strings.Contains(rec, "rueidis.(*pipe)._backgroundRead") || !strings.Contains(rec, label) {
+			continue
+		}
+		for _, line := range strings.Split(rec, "\n") {
+			var k int
+			if _, err := fmt.Sscanf(line, "%d @", &k); err == nil {
+				n += k
+				break
+			}
+		}
+	}
+	return n
 }
 
 // TestBackgroundWorkLeavesTheCallersConnectionDirect: a lone caller's
@@ -27,36 +44,43 @@ func pipelinedConns() int {
 // goroutine handoffs).
 func TestBackgroundWorkLeavesTheCallersConnectionDirect(t *testing.T) {
 	srv := integration.Redis(t, integration.Options{})
-	ctx := context.Background()
-	before := pipelinedConns()
-	c, err := New(ctx, Config{Addrs: []string{srv.DirectAddr()}, WatchdogTimeout: 300 * time.Millisecond, RenewInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	renewed, err := c.Mutex("apart:renewed").Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := c.Mutex("apart:loop")
-	end := time.Now().Add(2500 * time.Millisecond) // two latch flushes, 125 renewals
-	n := 0
-	for time.Now().Before(end) {
-		h, err := m.TryLock(ctx)
+	// The Client and its goroutines (the watchdog's, the cleaner's, and
+	// rueidis's started by either or by the caller) carry this label.
+	label := "rlock-apart-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	var c *Client
+	var renewed *Held
+	var n int
+	pprof.Do(context.Background(), pprof.Labels("test", label), func(ctx context.Context) {
+		var err error
+		c, err = New(ctx, Config{Addrs: []string{srv.DirectAddr()}, WatchdogTimeout: 300 * time.Millisecond, RenewInterval: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Unlock(ctx); err != nil {
+		renewed, err = c.Mutex("apart:renewed").Lock(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		n++
-	}
+		m := c.Mutex("apart:loop")
+		end := time.Now().Add(2500 * time.Millisecond) // two latch flushes, 125 renewals
+		for time.Now().Before(end) {
+			h, err := m.TryLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	})
+	ctx := context.Background()
+	defer c.Close(ctx)
 	select {
 	case <-renewed.Done():
 		t.Fatalf("the renewed hold ended: %v", context.Cause(renewed.Context()))
 	default:
 	}
-	if got := pipelinedConns() - before; got != 0 {
+	if got := pipelinedConns(label); got != 0 {
 		t.Fatalf("after %d Lock+Unlock cycles beside the watchdog and the latch cleaner, %d connection(s) of the Client are in pipelining mode; want 0", n, got)
 	}
 	if err := renewed.Unlock(ctx); err != nil {
