@@ -190,7 +190,10 @@ func firstNode(rc rueidis.Client) string {
 // cfg.Addrs, credentials, TLS, DB, DialTimeout, AlwaysRESP2, MasterSet
 // and the sentinel credentials are rc's business and are ignored.
 // Scripts are not loaded: their first use loads them (a NOSCRIPT answer
-// costs one more round trip).
+// costs one more round trip). The watchdog's renewals and the cleaning of
+// unlock latches share rc's connections with the callers' requests (a
+// Client of New sends them on a dedicated connection): rc's dedicated
+// connections may all be in use by the application's blocking commands.
 //
 // With a cluster client and PubSubAuto, FromClient sends one PUBSUB
 // SHARDNUMSUB to choose the pub/sub mode; with a sentinel client, one
@@ -287,6 +290,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		OnTick:   c.onTick,
 		Sync:     c.renewSync,
 		Acked:    c.acked,
+		Apart:    owned,
 	})
 	if err != nil {
 		return nil, invalidf("%v", err)
@@ -598,6 +602,19 @@ func (c *Client) endClosed(l *ledger, helds []*Held, err error) error {
 // cleaner deletes them together.
 const latchFlushDelay = time.Second
 
+// doMultiApart sends cmds on a connection of their own when the rueidis
+// client is the Client's (New made it, with rueidis's default of 1,000
+// dedicated connections, of which the Client uses at most a few), and on
+// the shared one otherwise: a client given to FromClient may have its
+// dedicated connections all in use (an application's BLPOP, a
+// BlockingPoolSize of 1), and rueidis waits for one without a bound.
+func (c *Client) doMultiApart(ctx context.Context, cmds []rueidis.Completed) []rueidis.RedisResult {
+	if c.owned {
+		return reentrant.DoMultiApart(ctx, c.rc, cmds...)
+	}
+	return c.rc.DoMulti(ctx, cmds...)
+}
+
 // connBuffer is the read and the write buffer of each connection New
 // makes.
 const connBuffer = 64 << 10
@@ -645,7 +662,7 @@ func (c *Client) deleteLatches(first *string) {
 	}
 	if len(batch) > 0 {
 		ctx, cancel := c.cmdCtx(context.Background())
-		reentrant.DoMultiApart(ctx, c.rc, batch...)
+		c.doMultiApart(ctx, batch)
 		cancel()
 	}
 }

@@ -16,7 +16,7 @@ import (
 // channel and its timer are made only when something asks (rueidis in
 // pipelining mode, a derived context).
 type sendCtx struct {
-	values context.Context
+	values context.Context // the caller's, WithoutCancel: its cause stays its own
 	dl     time.Time
 
 	mu    sync.Mutex
@@ -26,7 +26,7 @@ type sendCtx struct {
 }
 
 func newSendCtx(ctx context.Context, d time.Duration) *sendCtx {
-	return &sendCtx{values: ctx, dl: time.Now().Add(d)}
+	return &sendCtx{values: context.WithoutCancel(ctx), dl: time.Now().Add(d)}
 }
 
 // Deadline implements context.Context.

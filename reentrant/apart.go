@@ -15,6 +15,11 @@ import (
 // two goroutine handoffs (bench/: the floor takes about 1.5 times as long
 // on a rueidis connection in that mode). In a Redis Cluster, where a batch
 // spans slots and so masters, they go out on the client as before.
+//
+// rueidis waits for a free dedicated connection without a bound (its
+// Dedicated takes one with context.Background): use it only on a client
+// whose pool of dedicated connections (BlockingPoolSize) nothing else can
+// use up, such as one lock.New made.
 func DoMultiApart(ctx context.Context, c rueidis.Client, cmds ...rueidis.Completed) []rueidis.RedisResult {
 	if c.Mode() == rueidis.ClientModeCluster {
 		return c.DoMulti(ctx, cmds...)

@@ -36,6 +36,11 @@ type Config struct {
 	Sync func(ctx context.Context, name string) (master string, s reentrant.Sync)
 	// Acked, when set, is told each WAIT's answer (-1: none known).
 	Acked func(name string, s reentrant.Sync, acked int)
+	// Apart sends each tick's round trip on a connection of its own
+	// (reentrant.DoMultiApart) instead of the client's shared one. Set it
+	// only for a client whose pool of dedicated connections nothing else
+	// can use up: rueidis waits for one of them without a bound.
+	Apart bool
 }
 
 // DefaultRoundTrip is Config.RoundTrip's default.

@@ -231,7 +231,11 @@ func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout t
 	go func() {
 		defer r.strays.Done()
 		defer cancel()
-		done <- reentrant.DoMultiApart(rctx, r.c, cmds...)
+		if r.cfg.Apart {
+			done <- reentrant.DoMultiApart(rctx, r.c, cmds...)
+		} else {
+			done <- r.c.DoMulti(rctx, cmds...)
+		}
 	}()
 	t := time.NewTimer(timeout + time.Millisecond)
 	defer t.Stop()
