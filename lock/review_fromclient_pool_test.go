@@ -59,17 +59,25 @@ func TestReviewRenewalsBesideABusyBlockingPool(t *testing.T) {
 		t.Errorf("a renewed hold (lease 600 ms, renewed every 100 ms) ended within 3 s while the application's BLPOP held the blocking pool: %v", context.Cause(h.Context()))
 	case <-time.After(3 * time.Second):
 	}
+	closeWithin5s(t, c, "while the application's BLPOP holds the blocking pool", stopConsumer)
+}
+
+// closeWithin5s calls Close with a context of 1 s and fails the test if it
+// has not returned 5 s later; unblock then ends what it waits for, and
+// closeWithin5s waits for Close to return.
+func closeWithin5s(t *testing.T, c *lock.Client, while string, unblock func()) {
+	t.Helper()
 	closed := make(chan error, 1)
 	go func() {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		closed <- c.Close(cctx)
 	}()
 	select {
 	case <-closed:
 	case <-time.After(5 * time.Second):
-		t.Errorf("Close(ctx of 1 s) has not returned after 5 s while the application's BLPOP holds the blocking pool")
-		stopConsumer()
+		t.Errorf("Close(ctx of 1 s) has not returned after 5 s %s", while)
+		unblock()
 		<-closed
 	}
 }
@@ -115,17 +123,5 @@ func TestReviewRenewalsBesideAWaiter(t *testing.T) {
 	// Close waits (c.bg.Wait) for the latch cleaner and the watchdog's
 	// sends, blocked in rueidis's pool; the connection they wait for is
 	// the hub's, which Close gives back only after that wait.
-	closed := make(chan error, 1)
-	go func() {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		closed <- c.Close(cctx)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Errorf("Close(ctx of 1 s) has not returned after 5 s")
-		rc.Close() // ends the pool's waits
-		<-closed
-	}
+	closeWithin5s(t, c, "beside a waiter's subscription", rc.Close) // rc.Close ends the pool's waits
 }
