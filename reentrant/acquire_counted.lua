@@ -14,27 +14,20 @@ if redis.call('exists', KEYS[2]) == 1 then
 end
 local known = tonumber(ARGV[3])
 local lease = tonumber(ARGV[1])
-if redis.call('pttl', KEYS[1]) == -2 then
-    -- The lock is free (the common case, in four commands): a first hold,
-    -- unless the client knows of holds, which were then lost.
-    if known > 0 then
-        return {2, 0, 0}
+-- The key's expiry, read once: -2 when the lock is free (then the field
+-- has no holds, and a free lock is taken in four commands), -1 when it has
+-- none. Nothing below changes it before it is used.
+local ttl = redis.call('pttl', KEYS[1])
+local count = 0
+if ttl ~= -2 then
+    count = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
+    if count == nil then
+        return redis.error_reply('ERR rlock: hold count of the field is not an integer')
     end
-    local token = 0
-    if ARGV[4] == '1' then
-        token = redis.call('incr', KEYS[3])
-    end
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], lease)
-    return {1, 1, token}
-end
-local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
-if count == nil then
-    return redis.error_reply('ERR rlock: hold count of the field is not an integer')
 end
 if count == known + 1 then
     -- this request ran before and its reply was lost
-    if redis.call('pttl', KEYS[1]) < lease then
+    if ttl < lease then
         redis.call('pexpire', KEYS[1], lease)
     end
     local token = 0
@@ -46,15 +39,15 @@ end
 if count < known then
     return {2, count, 0}
 end
-if count > 0 or redis.call('exists', KEYS[1]) == 0 then
+if count > 0 or ttl == -2 then
     local token = 0
     if ARGV[4] == '1' then
         token = redis.call('incr', KEYS[3])
     end
     count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    if redis.call('pttl', KEYS[1]) < lease then
+    if ttl < lease then
         redis.call('pexpire', KEYS[1], lease)
     end
     return {1, count, token}
 end
-return {0, redis.call('pttl', KEYS[1]), 0}
+return {0, ttl, 0}
