@@ -511,7 +511,7 @@ func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
 	}
 	defer l.give()
 	sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
-	err := c.settle(sctx, l)
+	err := c.settle(sctx, l, stops{})
 	if err == nil {
 		_ = c.leaveNow(sctx, l) // a fair queue's place its waiter left
 	}

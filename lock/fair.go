@@ -223,7 +223,7 @@ func (c *Client) leaveFair(ctx context.Context, l *ledger, fw *fairWait) (others
 		return true
 	}
 	c.setLeave(l, true)
-	if c.settle(tctx, l) != nil {
+	if c.settle(tctx, l, stops{}) != nil {
 		c.finishLater(l, nil)
 		return false
 	}
@@ -241,7 +241,7 @@ func (c *Client) leaveNow(ctx context.Context, l *ledger) error {
 		return nil
 	}
 	lv := reentrant.LeaveFair{Name: l.name, Field: l.field, Wait: l.fair.wait, Publish: c.publish}
-	err := c.retry(ctx, l.name, "leave fair queue", nil, func(actx context.Context) error {
+	err := c.retry(ctx, l.name, "leave fair queue", stops{}, func(actx context.Context) error {
 		_, err := lv.Run(actx, c.rc)
 		return err
 	})

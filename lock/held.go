@@ -246,13 +246,11 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		return false, err
 	}
 	defer l.give()
-	if l.unsettled != nil { // (read holding the turn; no context made for the common case)
-		if err := c.settle(ctx, l, h.context().Done(), c.done); err != nil {
-			if done, herr := h.ended(); done {
-				return false, join(herr, err)
-			}
-			return false, join(err, ctx.Err())
+	if err := c.settle(ctx, l, stops{held: h, b: c.done}); err != nil {
+		if done, herr := h.ended(); done {
+			return false, join(herr, err)
 		}
+		return false, join(err, ctx.Err())
 	}
 	if done, herr := h.ended(); done {
 		if herr == nil { // the earlier Unlock's release went through

@@ -202,23 +202,19 @@ func (c *Client) retryHorizon(sent time.Time) time.Time {
 
 // settle resolves l's unsettled request, if any, holding the turn: after
 // it, the request can no longer change the count, and the count is
-// exact. It retries lost answers until ctx ends. A settled release ends
-// its Held as the release would have.
-func (c *Client) settle(ctx context.Context, l *ledger, stop ...<-chan struct{}) error {
+// exact. It retries lost answers until ctx ends or st stops it. A settled
+// release ends its Held as the release would have.
+func (c *Client) settle(ctx context.Context, l *ledger, st stops) error {
 	u := l.unsettled
 	if u == nil {
 		return nil
 	}
 	s := reentrant.Settle{Name: l.name, Field: l.field, RequestID: u.id, RecordTTL: c.recordTTL()}
 	var out reentrant.Settled
-	var stop1 <-chan struct{}
-	if len(stop) > 0 {
-		stop1 = stop[0]
-	}
-	err := c.retry(ctx, l.name, "settle", stop1, func(actx context.Context) (err error) {
+	err := c.retry(ctx, l.name, "settle", st, func(actx context.Context) (err error) {
 		out, err = s.Run(actx, c.rc)
 		return err
-	}, stop[min(1, len(stop)):]...)
+	})
 	if err != nil {
 		return err
 	}
@@ -325,13 +321,9 @@ func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
 }
 
 // retry runs send until it returns nil or a server error, retrying
-// network failures with a growing delay until ctx ends or stop or also
-// closes. Each send is bounded by CommandTimeout.
-func (c *Client) retry(ctx context.Context, name, op string, stop <-chan struct{}, send func(context.Context) error, also ...<-chan struct{}) error {
-	st := stops{a: stop}
-	if len(also) > 0 {
-		st.b = also[0]
-	}
+// network failures with a growing delay until ctx ends or st stops it.
+// Each send is bounded by CommandTimeout.
+func (c *Client) retry(ctx context.Context, name, op string, st stops, send func(context.Context) error) error {
 	return c.retryFor(ctx, name, op, 0, time.Time{}, st, send)
 }
 
@@ -372,7 +364,7 @@ func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Durat
 		if !errors.Is(err, ErrUnavailable) {
 			return err
 		}
-		if perr := pauseRetry(ctx, delay, until, st.a, st.b, st.lost()); perr != nil {
+		if perr := pauseRetry(ctx, delay, until, st); perr != nil {
 			return join(err, perr)
 		}
 		delay = min(2*delay, time.Second)
@@ -381,8 +373,8 @@ func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Durat
 
 // pauseRetry waits d before a send is retried; it returns ctx's error
 // when ctx ends, context.DeadlineExceeded when until comes first, and
-// ErrClosed when stop, stop2 or stop3 closes.
-func pauseRetry(ctx context.Context, d time.Duration, until time.Time, stop, stop2, stop3 <-chan struct{}) error {
+// ErrClosed when st stops it.
+func pauseRetry(ctx context.Context, d time.Duration, until time.Time, st stops) error {
 	last := false
 	if !until.IsZero() {
 		if left := time.Until(until); left <= d {
@@ -399,11 +391,11 @@ func pauseRetry(ctx context.Context, d time.Duration, until time.Time, stop, sto
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-stop:
+	case <-st.a:
 		return ErrClosed
-	case <-stop2:
+	case <-st.b:
 		return ErrClosed
-	case <-stop3:
+	case <-st.lost():
 		return ErrClosed
 	}
 }
@@ -445,7 +437,7 @@ func (c *Client) finishLater(l *ledger, fw *fairWait) {
 		hctx, cancel := context.WithDeadline(ctx, c.settleUntil(l))
 		defer cancel()
 		for l.unsettled != nil && hctx.Err() == nil {
-			if c.settle(hctx, l) != nil {
+			if c.settle(hctx, l, stops{}) != nil {
 				return
 			}
 		}

@@ -581,7 +581,7 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 	// take: an outage is the caller's to ride out, not this attempt's.
 	if l.unsettled != nil { // (no timer for the common case)
 		sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
-		err := c.settle(sctx, l, c.done)
+		err := c.settle(sctx, l, stops{a: c.done})
 		cancel()
 		if err != nil {
 			return outcome{}, join(ErrNotAcquired, err)
@@ -711,7 +711,7 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 func (c *Client) fence(ctx context.Context, l *ledger, id string, sent time.Time) {
 	c.setUnsettled(l, &request{id: id, sent: sent})
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
-	err := c.settle(sctx, l, c.done)
+	err := c.settle(sctx, l, stops{a: c.done})
 	cancel()
 	if err != nil && l.unsettled != nil {
 		c.settleLater(l)
@@ -795,7 +795,7 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 func (c *Client) giveBack(ctx context.Context, l *ledger) error {
 	if l.unsettled != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
-		err := c.settle(sctx, l, c.done)
+		err := c.settle(sctx, l, stops{a: c.done})
 		cancel()
 		if err != nil {
 			c.settleLater(l)
