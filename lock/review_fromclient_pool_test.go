@@ -21,11 +21,7 @@ import (
 // waits for them.
 func TestReviewRenewalsBesideABusyBlockingPool(t *testing.T) {
 	ctx := context.Background()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{shared.DirectAddr()}, ForceSingleClient: true, DisableCache: true, BlockingPoolSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	rc := poolOfOne(t)
 	queue := name(t) + ":queue"
 	blctx, stopConsumer := context.WithCancel(ctx)
 	consumed := make(chan struct{})
@@ -62,6 +58,18 @@ func TestReviewRenewalsBesideABusyBlockingPool(t *testing.T) {
 	closeWithin5s(t, c, "while the application's BLPOP holds the blocking pool", stopConsumer)
 }
 
+// poolOfOne returns a rueidis client on the shared server with one
+// dedicated connection (BlockingPoolSize 1), closed when the test ends.
+func poolOfOne(t *testing.T) rueidis.Client {
+	t.Helper()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{shared.DirectAddr()}, ForceSingleClient: true, DisableCache: true, BlockingPoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	return rc
+}
+
 // closeWithin5s calls Close with a context of 1 s and fails the test if it
 // has not returned 5 s later; unblock then ends what it waits for, and
 // closeWithin5s waits for Close to return.
@@ -90,11 +98,7 @@ func closeWithin5s(t *testing.T, c *lock.Client, while string, unblock func()) {
 // and Close deadlocks.
 func TestReviewRenewalsBesideAWaiter(t *testing.T) {
 	ctx := context.Background()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{shared.DirectAddr()}, ForceSingleClient: true, DisableCache: true, BlockingPoolSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	rc := poolOfOne(t)
 	c, err := lock.FromClient(rc, lock.Config{WatchdogTimeout: 600 * time.Millisecond, RenewInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
