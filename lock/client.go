@@ -273,6 +273,16 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		queues:    map[string]*queue{},
 	}
 	c.sentinel = rc.Mode() == rueidis.ClientModeSentinel
+	if owned && cfg.ReplicaSyncTimeout >= 0 {
+		// The master's replicas are known before the first acquire,
+		// which then costs one round trip as before; a user who may not
+		// ask (ROLE) is told now, not by a replica sync silently off. In
+		// a cluster this asks the first node only: the others are asked
+		// before their first request.
+		if rc := c.learnReplicas(ctx, c.addr); rc.refused != nil {
+			return nil, masterErr(c.addr, "connect", rc.refused)
+		}
+	}
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	if cfg.Cluster {
 		if t, err := slots.Read(ctx, rc); err == nil {
@@ -296,11 +306,6 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		return nil, invalidf("%v", err)
 	}
 	c.wd = wd
-	if owned && !cfg.Cluster && cfg.ReplicaSyncTimeout >= 0 {
-		// A standalone master's replicas are known before the first
-		// acquire, which then costs one round trip as before.
-		c.learnReplicas(ctx, c.addr)
-	}
 	c.start()
 	return c, nil
 }
@@ -371,12 +376,22 @@ func (c *Client) refreshSlots() {
 	}
 	go func() {
 		defer c.exit()
-		ctx, cancel := c.cmdCtx(context.Background())
-		defer cancel()
-		if t, err := slots.Read(ctx, c.rc); err == nil {
-			c.slotTable.Store(&t)
-		}
+		c.readSlots(context.Background())
 	}()
+}
+
+// readSlots reads the cluster's slot table now, within ctx and one
+// CommandTimeout, and reports whether it was read.
+func (c *Client) readSlots(ctx context.Context) bool {
+	ctx, cancel := c.cmdCtx(ctx)
+	defer cancel()
+	t, err := slots.Read(ctx, c.rc)
+	if err != nil {
+		return false
+	}
+	c.slotTable.Store(&t)
+	c.slotsAsked.Store(time.Now().UnixNano())
+	return true
 }
 
 // valid reports whether c was made by New or FromClient: a nil or zero

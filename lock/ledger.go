@@ -514,7 +514,8 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 // acknowledged it, maxUnsynced times in all; unsynced is then the error
 // to report, the release having taken effect on the master.
 func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, st stops) (res reentrant.ReleaseResult, unsynced, err error) {
-	r.Sync = c.sync(ctx, r.Name)
+	// A release goes out even when ROLE is refused: with a WAIT.
+	r.Sync, _ = c.sync(ctx, r.Name)
 	sends := 0
 	until := c.retryHorizon(time.Now())
 	for tries := 1; ; tries++ {
@@ -538,7 +539,7 @@ func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, st stops)
 		}
 		// Sent again: to as many replicas as the master has now (a
 		// failover may have left it none).
-		if r.Sync = c.sync(ctx, r.Name); r.Sync.Replicas == 0 {
+		if r.Sync, _ = c.sync(ctx, r.Name); r.Sync.Replicas == 0 {
 			break
 		}
 	}

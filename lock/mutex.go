@@ -605,8 +605,12 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 // no replica acknowledged it, which unsynced counts).
 func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
+	s, err := c.sync(ctx, m.name)
+	if err != nil {
+		return outcome{}, false, join(ErrNotAcquired, masterErr(c.at(m.name), "acquire", err))
+	}
 	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
-		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: c.sync(ctx, m.name), Mode: o.kind.mode(),
+		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: s, Mode: o.kind.mode(),
 		Wait: c.cfg.FairLockWaitTimeout}
 	if o.fair != nil {
 		l.joinFair(o.fair)

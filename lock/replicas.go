@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,11 +15,15 @@ import (
 // from then on.
 const replicaRefresh = 10 * time.Second
 
+// replicaRetry is how soon a master whose count could not be had is asked
+// again by an acquire or a release (the watchdog asks at its next tick).
+const replicaRetry = time.Second
+
 // replicas counts the connected replicas of each master, for the WAIT
 // after an acquire or a release (Config.ReplicaSyncTimeout). Asking is
 // one ROLE per master and replicaRefresh, sent before the request that
 // needs it; a WAIT answered by another number of replicas than expected
-// asks again before the next one.
+// asks again before the next one. Guarded by mu.
 type replicas struct {
 	mu     sync.Mutex
 	m      map[string]replicaCount // by master address
@@ -26,104 +31,129 @@ type replicas struct {
 	asking map[string]bool         // masters asked in the background now
 }
 
+// replicaCount is what a Client knows of one master's replicas.
 type replicaCount struct {
-	n       int
-	asked   time.Time
-	unknown bool // the master could not be asked
+	n       int       // replicas listed by the last ROLE answered (kept when a later one is not)
+	asked   time.Time // when ROLE was last asked; zero: ask before the next request
+	known   bool      // n answers the last ROLE asked: since then no refresh failed and no WAIT disagreed
+	refused error     // the last ROLE was refused (ACL): ErrAuth naming ROLE
+}
+
+// stale reports whether rc must be asked again before it is used.
+func (rc replicaCount) stale() bool {
+	if rc.known {
+		return time.Since(rc.asked) > replicaRefresh
+	}
+	return time.Since(rc.asked) > replicaRetry
 }
 
 // defaultReplicaSyncTimeout is Redisson's slavesSyncTimeout.
 const defaultReplicaSyncTimeout = time.Second
 
-// sync returns what an acquire or release of name must wait for: the
-// master's connected replicas for up to Config.ReplicaSyncTimeout, or
-// nothing when replica sync is off or the master never had replicas. A
-// master that cannot be asked is treated as having none this time (the
-// request itself then reports the outage, or lands on the master that
-// now owns the name).
+// sync returns what an acquire or release of name must wait for, and the
+// error that refuses an acquire: ErrAuth when the Client's user may not
+// ask the master for its replicas (ROLE).
 //
-// A master once seen with replicas keeps needing one acknowledgement
-// when it reports none: a master cut off from its replicas (a partition)
-// lists none, and a grant there reaches nobody a failover could promote.
-// Its count of none must not turn the check off; requests fail with
-// ErrUnavailable until a replica is back (or the Client is closed). A
-// question cut short by the caller's own deadline counts as such an
-// answer, not as a master that cannot be asked.
-func (c *Client) sync(ctx context.Context, name string) reentrant.Sync {
-	return c.syncAt(ctx, c.at(name), false)
+// The check fails closed. A request goes out without WAIT only when the
+// master's last ROLE answer, since the last refresh or failover, listed no
+// replica and the master was never seen with one by this Client. Anything
+// else waits for at least one replica: a ROLE whose answer was lost, cut
+// short or refused; a count a WAIT disagreed with; a master this Client
+// saw with replicas that now lists none (cut off from them by a
+// partition: a grant there reaches nobody a failover could promote, and
+// requests fail with ErrUnavailable until a replica is back). A master
+// with no replica whose ROLE cannot be answered therefore grants nothing
+// until it can: safe, not silent.
+func (c *Client) sync(ctx context.Context, name string) (reentrant.Sync, error) {
+	addr := c.at(name)
+	s, err := c.syncAt(ctx, addr, false)
+	if c.cfg.Cluster && s.Replicas > 0 && !c.reps.known(addr) && c.readSlots(ctx) && c.at(name) != addr {
+		// In a cluster, a master that cannot be asked may no longer own
+		// the name's slot (a failover): the slot's owner now is asked.
+		return c.syncAt(ctx, c.at(name), false)
+	}
+	return s, err
+}
+
+// known reports whether the count of the master at addr answers its last
+// ROLE.
+func (r *replicas) known(addr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[addr].known
 }
 
 // syncAt is sync for the master at addr. For a renewal the count is the
 // last one known, even if old (a fresh one is asked for in the
-// background).
-func (c *Client) syncAt(ctx context.Context, addr string, renewal bool) reentrant.Sync {
+// background), and a refused ROLE still sends the WAIT.
+func (c *Client) syncAt(ctx context.Context, addr string, renewal bool) (reentrant.Sync, error) {
 	if c.cfg.ReplicaSyncTimeout < 0 {
-		return reentrant.Sync{}
+		return reentrant.Sync{}, nil
 	}
 	c.reps.mu.Lock()
 	rc, ok := c.reps.m[addr]
 	c.reps.mu.Unlock()
-	if !ok || time.Since(rc.asked) > replicaRefresh {
+	if !ok || rc.stale() {
 		if renewal {
 			// The watchdog never waits for the question: it renews with
 			// the last count known, and the answer serves the next tick.
 			c.learnReplicasLater(addr)
-			if !ok {
-				rc = replicaCount{unknown: true}
-			}
 		} else {
 			rc = c.learnReplicas(ctx, addr)
 		}
 	}
-	if rc.n == 0 {
-		c.reps.mu.Lock()
-		had := c.reps.had[addr]
-		c.reps.mu.Unlock()
-		if !had || (rc.unknown && !renewal) {
-			// A master that cannot be asked (stopped, or no longer
-			// where a slot table says) is not held to it: the
-			// request reports the outage, or lands on the master
-			// that now owns the name.
-			return reentrant.Sync{}
-		}
-		rc.n = 1
+	c.reps.mu.Lock()
+	had := c.reps.had[addr]
+	c.reps.mu.Unlock()
+	if rc.known && rc.n == 0 && !had {
+		return reentrant.Sync{}, nil
 	}
-	return reentrant.Sync{Replicas: rc.n, Timeout: c.cfg.ReplicaSyncTimeout}
+	s := reentrant.Sync{Replicas: max(rc.n, 1), Timeout: c.cfg.ReplicaSyncTimeout}
+	if rc.refused != nil && !renewal {
+		return s, rc.refused
+	}
+	return s, nil
 }
 
 // renewSync is the watchdog's Config.Sync: a renewal of name counts once
 // a replica of its master acknowledged it, as an acquire does.
 func (c *Client) renewSync(ctx context.Context, name string) (string, reentrant.Sync) {
 	addr := c.at(name)
-	return addr, c.syncAt(ctx, addr, true)
+	s, _ := c.syncAt(ctx, addr, true) // a refused ROLE still sends the WAIT
+	return addr, s
 }
 
 // learnReplicas asks the master at addr for its replica count and keeps
-// the answer for replicaRefresh. A master that cannot be asked counts as
-// having none, and is asked again a second later: an outage is reported
-// by the request itself, not doubled by a slow question before it.
+// the answer for replicaRefresh. A question that is not answered keeps
+// the last count but makes it unknown (see sync), and is asked again
+// after replicaRetry; one cut short by the caller's own deadline is not
+// kept at all.
 func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
 	n, err := c.askReplicas(ctx, addr)
-	if err != nil && ctx.Err() != nil {
-		// The caller's time ran out, not the master's: nothing is
-		// learned, and the master is not taken for one that cannot be
-		// asked (which would skip the WAIT): it counts as reporting
-		// none, so one that had replicas still needs one.
-		return replicaCount{}
-	}
-	rc := replicaCount{n: n, asked: time.Now()}
-	if err != nil {
-		rc = replicaCount{asked: time.Now().Add(time.Second - replicaRefresh), unknown: true}
-	}
 	c.reps.mu.Lock()
+	defer c.reps.mu.Unlock()
 	if c.reps.m == nil {
 		c.reps.m, c.reps.had = map[string]replicaCount{}, map[string]bool{}
 	}
-	c.reps.m[addr] = rc
-	if rc.n > 0 {
-		c.reps.had[addr] = true
+	rc := c.reps.m[addr]
+	switch {
+	case err == nil:
+		rc = replicaCount{n: n, asked: time.Now(), known: true}
+		if n > 0 {
+			c.reps.had[addr] = true
+		}
+	case ctx.Err() != nil:
+		// The caller's time ran out, not the master's: nothing is
+		// learned, and this request waits as for an unknown count.
+		rc.known = false
+		return rc
+	default:
+		rc.known, rc.asked, rc.refused = false, time.Now(), nil
+		if errors.Is(classify(err), ErrAuth) {
+			rc.refused = fmt.Errorf("%w: ROLE refused (%v): replica sync (Config.ReplicaSyncTimeout) asks it for the master's replicas: allow the user +role, or turn replica sync off", ErrAuth, err)
+		}
 	}
-	c.reps.mu.Unlock()
+	c.reps.m[addr] = rc
 	return rc
 }
 
@@ -153,13 +183,18 @@ func (c *Client) learnReplicasLater(addr string) {
 }
 
 // acked notes a WAIT's answer for name's master: another number of
-// replicas than were expected makes the next request ask again.
+// replicas than were expected makes the count unknown, and the next
+// request asks again (until then it waits as before).
 func (c *Client) acked(name string, s reentrant.Sync, acked int) {
 	if s.Replicas == 0 || acked == s.Replicas {
 		return
 	}
+	addr := c.at(name)
 	c.reps.mu.Lock()
-	delete(c.reps.m, c.at(name))
+	if rc, ok := c.reps.m[addr]; ok {
+		rc.known, rc.asked = false, time.Time{}
+		c.reps.m[addr] = rc
+	}
 	c.reps.mu.Unlock()
 	if c.cfg.Cluster {
 		c.refreshSlots() // a failover may have moved the slot
