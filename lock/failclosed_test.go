@@ -153,3 +153,54 @@ func TestReplicaSyncRoleRefusedIsErrAuth(t *testing.T) {
 		must(t, h.Unlock(bg()))
 	})
 }
+
+// A stray read hold of an owner (a read acquire that ran after its caller
+// gave up, settled later) is not adopted by the same owner's plain Lock:
+// the plain lock would be granted beside another owner's read, and its
+// release would delete the read-write hash under that reader (safety-3
+// R3-3).
+func TestAStrayReadHoldIsNotAdoptedAsAPlainLock(t *testing.T) {
+	srv := integrationRedis(t)
+	lease := time.Second
+	c := newClient(t, lock.Config{WatchdogTimeout: lease, CommandTimeout: 100 * time.Millisecond}, srv)
+	others := newClient(t, lock.Config{Addrs: []string{srv.DirectAddr()}}, srv)
+	n := name(t)
+	y, err := others.ReadWriteMutex(n).ReadLock().Lock(bg())
+	must(t, err)
+	defer func() { _ = y.Unlock(bg()) }()
+
+	// X's read acquire runs, and no reply reaches X; nor can its
+	// settlement be answered until the settler has given up.
+	acq := inject(t, srv, integration.Rule{Match: isAcquire(n), Action: integration.DropReply, Times: math.MaxInt})
+	set := inject(t, srv, integration.Rule{Match: isSettle(n), Action: integration.DropReply, Times: math.MaxInt})
+	x := lock.WithOwner(bg())
+	sent := time.Now()
+	rctx, cancel := context.WithTimeout(x, lease/2)
+	_, err = c.ReadWriteMutex(n).ReadLock().Lock(rctx)
+	cancel()
+	if !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("read Lock with every reply lost = %v, want ErrNotAcquired", err)
+	}
+	acq.Remove()
+	// The settler works on it until the request's lease must have run
+	// out, plus one CommandTimeout; it has no signal of its own.
+	time.Sleep(time.Until(sent.Add(lease + 300*time.Millisecond)))
+	set.Remove()
+
+	pctx, cancel := context.WithTimeout(x, 2*time.Second)
+	defer cancel()
+	p, err := c.Mutex(n).Lock(pctx)
+	if err == nil {
+		defer func() { _ = p.Unlock(bg()) }()
+		if y.Context().Err() == nil {
+			t.Fatalf("double grant: a plain Lock of %q was granted while another owner's read Held is live", n)
+		}
+	}
+	if y.Context().Err() != nil {
+		t.Fatalf("the other owner's read hold ended: %v", context.Cause(y.Context()))
+	}
+	if g, err := others.ReadWriteMutex(n).WriteLock().TryLock(bg()); err == nil {
+		_ = g.Unlock(bg())
+		t.Fatalf("double grant: a writer was granted %q while a read Held is live", n)
+	}
+}

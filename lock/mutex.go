@@ -564,12 +564,17 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		// whose grant would only be given back.
 		return outcome{}, join(ErrNotAcquired, context.Cause(ctx))
 	}
-	if l.kind.mode() != o.kind.mode() && c.holds(l) {
+	if l.kind.mode() != o.kind.mode() {
 		// One field, two layouts (a reader's field is the plain lock's):
 		// the other kind's script would read this owner's holds as its
 		// own, and its release would end them all. Checked holding the
 		// turn.
-		return outcome{}, invalidf("%q: this owner holds it as a %s lock and cannot take it as a %s lock too", m.name, l.kind.mode(), o.kind.mode())
+		if c.holds(l) {
+			return outcome{}, invalidf("%q: this owner holds it as a %s lock and cannot take it as a %s lock too", m.name, l.kind.mode(), o.kind.mode())
+		}
+		if err := c.dropOtherKind(ctx, l); err != nil {
+			return outcome{}, join(ErrNotAcquired, err, context.Cause(ctx))
+		}
 	}
 	l.kind = o.kind
 	if o.once && c.holds(l) {
@@ -597,6 +602,27 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 			return out, err
 		}
 	}
+}
+
+// dropOtherKind resolves, holding the turn, what l's field left as another
+// kind of lock before it is acquired as a new kind: its unsettled request
+// is settled, and its strays (holds nobody has) are released, with their
+// own kind's scripts, since the new kind's would count them as its own.
+// The field keeps its kind while anything is left: that is an error.
+func (c *Client) dropOtherKind(ctx context.Context, l *ledger) error {
+	if l.unsettled == nil && l.count == 0 {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
+	defer cancel()
+	if err := c.settle(sctx, l, stops{a: c.done}); err != nil {
+		return err
+	}
+	c.releaseStrays(sctx, l)
+	if l.unsettled != nil || l.count > 0 {
+		return masterErr(c.at(l.name), "acquire", fmt.Errorf("%w: holds this owner took as a %s lock are still in Redis and could not be released yet", ErrUnavailable, l.kind.mode()))
+	}
+	return nil
 }
 
 // request sends one acquire request of attempt, holding the turn, and

@@ -13,7 +13,8 @@
 --                   lock is free the time until the head's timeout;
 --   {2, count, 0}   the field has fewer holds than the client knows: some were lost;
 --   {3, 0, 0}       the request was cancelled (its record exists): nothing changed.
--- A re-entry never shortens the key's expiry.
+-- A re-entry never shortens the key's expiry. A hash with a 'mode' field is a read-write
+-- lock: busy (not queued), and none of its fields is counted as this lock's hold.
 if redis.call('exists', KEYS[4]) == 1 then
     return {3, 0, 0}
 end
@@ -36,6 +37,10 @@ local wait = tonumber(ARGV[4])
 local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
 if count == nil then
     return redis.error_reply('ERR rlock: hold count of the field is not an integer')
+end
+if redis.call('hexists', KEYS[1], 'mode') == 1 then
+    -- a read-write lock: another layout, whose fields are not this lock's holds
+    return {0, redis.call('pttl', KEYS[1]), 0}
 end
 if count == known + 1 then
     -- this request ran before and its reply was lost

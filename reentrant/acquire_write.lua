@@ -14,6 +14,11 @@ local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')
 if count == nil then
     return redis.error_reply('ERR rlock: hold count of the field is not an integer')
 end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false and count > 0 then
+    -- a hash without 'mode' is another kind of lock: its fields are not this lock's holds
+    return {0, redis.call('pttl', KEYS[1]), 0}
+end
 if count == known + 1 then
     -- this request ran before and its reply was lost
     if redis.call('pttl', KEYS[1]) < lease then
@@ -24,7 +29,6 @@ end
 if count < known then
     return {2, count, 0}
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false and redis.call('exists', KEYS[1]) == 0 then
     redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
     redis.call('pexpire', KEYS[1], lease)

@@ -14,7 +14,8 @@ if done ~= false then
     return tonumber(done)
 end
 local count = redis.call('hget', KEYS[1], ARGV[3])
-if count == false then
+if count == false or redis.call('hexists', KEYS[1], 'mode') == 1 then
+    -- not held, or a read-write lock's hash: not this lock's hold
     return nil
 end
 count = tonumber(count)

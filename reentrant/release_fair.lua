@@ -14,6 +14,10 @@ if done ~= false then
     return tonumber(done)
 end
 local count = redis.call('hget', KEYS[1], ARGV[3])
+if count ~= false and redis.call('hexists', KEYS[1], 'mode') == 1 then
+    -- a read-write lock's hash: not this lock's hold
+    return nil
+end
 if count ~= false then
     count = tonumber(count)
     if count == nil or count ~= math.floor(count) then

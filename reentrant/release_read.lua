@@ -19,7 +19,8 @@ if done ~= false then
     return tonumber(done)
 end
 local count = redis.call('hget', KEYS[1], ARGV[2])
-if count == false then
+if count == false or redis.call('hexists', KEYS[1], 'mode') == 0 then
+    -- not held, or another kind of lock's hash (no 'mode'): not this lock's hold
     return nil
 end
 count = tonumber(count)
