@@ -113,10 +113,14 @@ type Config struct {
 	// release is sent again (its unlock latch answers it, never releasing
 	// twice), and a renewal does not extend the lease (the watchdog tells
 	// the holder of the loss when the lease a replica last saw runs out).
-	// A master that never had connected replicas is not asked; one that
-	// had some and now reports none (cut off from them by a partition)
-	// still needs one acknowledgement, so requests fail with
-	// ErrUnavailable until a replica is back. Default 1s, Redisson's (or
+	// The check fails closed: only a master whose last ROLE answer listed
+	// no replica, and that this Client never saw with one, is not asked.
+	// One that had some and now reports none (cut off from them by a
+	// partition), or whose ROLE goes unanswered, still needs one
+	// acknowledgement, so requests fail with ErrUnavailable until a
+	// replica is back or ROLE is answered. The Client's ACL user needs
+	// ROLE: New (and an acquire on a master that refuses it) fails with
+	// ErrAuth naming it otherwise. Default 1s, Redisson's (or
 	// WatchdogTimeout/4 when shorter); it must be less than half of
 	// WatchdogTimeout; negative: no check (checkLockSyncedSlaves false).
 	ReplicaSyncTimeout time.Duration
