@@ -120,7 +120,9 @@ type Config struct {
 	// acknowledgement, so requests fail with ErrUnavailable until a
 	// replica is back or ROLE is answered. The Client's ACL user needs
 	// ROLE: New (and an acquire on a master that refuses it) fails with
-	// ErrAuth naming it otherwise. Default 1s, Redisson's (or
+	// ErrAuth naming it otherwise, and with ErrInvalid on a server that
+	// does not know ROLE (renamed away; miniredis): turn replica sync off
+	// there. Default 1s, Redisson's (or
 	// WatchdogTimeout/4 when shorter); it must be less than half of
 	// WatchdogTimeout; negative: no check (checkLockSyncedSlaves false).
 	ReplicaSyncTimeout time.Duration

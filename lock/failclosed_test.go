@@ -204,3 +204,27 @@ func TestAStrayReadHoldIsNotAdoptedAsAPlainLock(t *testing.T) {
 		t.Fatalf("double grant: a writer was granted %q while a read Held is live", n)
 	}
 }
+
+// A server that does not know ROLE (renamed away, or a stand-in that
+// lacks it) cannot say whether it has replicas. With replica sync on, New
+// says so, naming ROLE and the way out, instead of a Client whose every
+// acquire waits for a replica that may not exist; with replica sync off
+// the server is fine.
+func TestReplicaSyncWithoutRoleCommandIsRefusedAtNew(t *testing.T) {
+	srv := integrationRedis(t, integration.Options{Args: []string{"--rename-command", "ROLE", ""}})
+	ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+	defer cancel()
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{srv.Addr()}})
+	if err == nil {
+		_, lerr := c.Mutex(name(t)).TryLock(bg())
+		_ = c.Close(bg())
+		t.Fatalf("New accepted a server without ROLE with replica sync on; then TryLock = %v", lerr)
+	}
+	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "ROLE") || !strings.Contains(err.Error(), "ReplicaSyncTimeout") {
+		t.Fatalf("New on a server without ROLE = %v, want ErrInvalid naming ROLE and ReplicaSyncTimeout", err)
+	}
+	off := newClient(t, lock.Config{Addrs: []string{srv.Addr()}, ReplicaSyncTimeout: -1}, srv)
+	h, err := off.Mutex(name(t)).TryLock(bg())
+	must(t, err)
+	must(t, h.Unlock(bg()))
+}

@@ -2,10 +2,11 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -148,13 +149,27 @@ func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
 		rc.known = false
 		return rc
 	default:
-		rc.known, rc.asked, rc.refused = false, time.Now(), nil
-		if errors.Is(classify(err), ErrAuth) {
-			rc.refused = fmt.Errorf("%w: ROLE refused (%v): replica sync (Config.ReplicaSyncTimeout) asks it for the master's replicas: allow the user +role, or turn replica sync off", ErrAuth, err)
-		}
+		rc.known, rc.asked, rc.refused = false, time.Now(), roleRefused(err)
 	}
 	c.reps.m[addr] = rc
 	return rc
+}
+
+// roleRefused returns the error of a ROLE that the master will not answer
+// however often it is asked, or nil for one that may be answered later (a
+// lost reply, LOADING): the ACL refuses it (ErrAuth), or the server does
+// not know it (renamed away, or a stand-in without it: ErrInvalid).
+func roleRefused(err error) error {
+	if _, ok := rueidis.IsRedisErr(err); !ok {
+		return nil
+	}
+	switch classify(err) {
+	case ErrAuth:
+		return fmt.Errorf("%w: ROLE refused (%v): replica sync (Config.ReplicaSyncTimeout) asks it for the master's replicas: allow the user +role, or turn replica sync off (ReplicaSyncTimeout < 0)", ErrAuth, err)
+	case ErrUnavailable:
+		return nil
+	}
+	return fmt.Errorf("%w: the server does not answer ROLE (%v): replica sync (Config.ReplicaSyncTimeout) asks it for the master's replicas: turn replica sync off (ReplicaSyncTimeout < 0) for a server without replicas", ErrInvalid, err)
 }
 
 // learnReplicasLater asks the master at addr for its replica count in

@@ -147,9 +147,10 @@ func singleMasterDemo(ctx context.Context, tl *timeline, o demoOptions, st *demo
 		go func() {
 			defer wg.Done()
 			errs[w] = demoWorker(ctx, tl, st, o, w+1, lock.Config{
-				Addrs:       []string{mr.Addr()},
-				AlwaysRESP2: true, // miniredis speaks RESP2 only
-				Observer:    obs,
+				Addrs:              []string{mr.Addr()},
+				AlwaysRESP2:        true, // miniredis speaks RESP2 only
+				ReplicaSyncTimeout: -1,   // miniredis has no replicas, nor ROLE to ask
+				Observer:           obs,
 			})
 		}()
 	}

@@ -141,9 +141,10 @@ func newRedLockWorker(ctx context.Context, id int, addrs []string, obs *observe.
 	w := &redLockWorker{id: id}
 	for _, addr := range addrs {
 		c, err := lock.New(ctx, lock.Config{
-			Addrs:       []string{addr},
-			AlwaysRESP2: true, // miniredis speaks RESP2 only
-			Observer:    obs,
+			Addrs:              []string{addr},
+			AlwaysRESP2:        true, // miniredis speaks RESP2 only
+			ReplicaSyncTimeout: -1,   // miniredis has no replicas, nor ROLE to ask
+			Observer:           obs,
 		})
 		if err != nil {
 			return w, fmt.Errorf("worker %d: %w", id, err)
