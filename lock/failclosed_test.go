@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // The checks that guard exclusion fail closed: a missing or refused answer
@@ -198,6 +199,12 @@ func TestAStrayReadHoldIsNotAdoptedAsAPlainLock(t *testing.T) {
 	}
 	if y.Context().Err() != nil {
 		t.Fatalf("the other owner's read hold ended: %v", context.Cause(y.Context()))
+	}
+	// The stray itself was released, with the read lock's script, before
+	// the owner took the name as a plain lock: not left to its lease.
+	owner, _ := lock.OwnerFrom(x)
+	if got := hgetInt(t, raw(t, srv), n, reentrant.Field(c.ID(), owner)); got != 0 {
+		t.Fatalf("the owner's stray read hold is still in Redis (count %d) after it asked for the plain lock", got)
 	}
 	if g, err := others.ReadWriteMutex(n).WriteLock().TryLock(bg()); err == nil {
 		_ = g.Unlock(bg())

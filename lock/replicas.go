@@ -199,14 +199,35 @@ func (c *Client) learnReplicasLater(addr string) {
 
 // acked notes a WAIT's answer for name's master: another number of
 // replicas than were expected makes the count unknown, and the next
-// request asks again (until then it waits as before).
+// request asks again (until then it waits as before). An answer that
+// agrees with a count learnt since (a WAIT for one replica, decided while
+// the count was unknown, answered 0 by a master that ROLE now says has
+// none) changes nothing: undoing that count would make the next renewal
+// wait for a replica the master does not have, and so on for ever.
+//
+// A WAIT acknowledged by a replica is also the sign that the name's master
+// has replicas, whatever ROLE said or could not say: it keeps needing one
+// (see sync) when it reports none later. A cluster Client whose table
+// named a demoted node learns of its new master this way when the new
+// master could not be asked yet.
 func (c *Client) acked(name string, s reentrant.Sync, acked int) {
-	if s.Replicas == 0 || acked == s.Replicas {
+	if s.Replicas == 0 {
 		return
 	}
 	addr := c.at(name)
+	if acked > 0 {
+		c.reps.mu.Lock()
+		if c.reps.had == nil {
+			c.reps.m, c.reps.had = map[string]replicaCount{}, map[string]bool{}
+		}
+		c.reps.had[addr] = true
+		c.reps.mu.Unlock()
+	}
+	if acked == s.Replicas {
+		return
+	}
 	c.reps.mu.Lock()
-	if rc, ok := c.reps.m[addr]; ok {
+	if rc, ok := c.reps.m[addr]; ok && !(rc.known && !rc.stale() && acked == rc.n) {
 		rc.known, rc.asked = false, time.Time{}
 		c.reps.m[addr] = rc
 	}
@@ -231,11 +252,16 @@ func (c *Client) askReplicas(ctx context.Context, addr string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// A node that is not a master says nothing of the replicas of the
+	// master the request will reach: a replica given as the master
+	// answers READONLY to the request itself, but in a cluster the node
+	// the slot table names may have been demoted by a failover, and the
+	// request follows MOVED to its new master.
 	if len(role) < 3 {
-		return 0, nil // not a master (a replica answers READONLY to the request itself)
+		return 0, fmt.Errorf("%s is not a master (ROLE answered %d elements)", addr, len(role))
 	}
 	if kind, _ := role[0].ToString(); kind != "master" {
-		return 0, nil
+		return 0, fmt.Errorf("%s is not a master (ROLE %s)", addr, kind)
 	}
 	reps, err := role[2].ToArray()
 	if err != nil {

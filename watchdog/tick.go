@@ -32,18 +32,21 @@ func (r *Registry) Tick(ctx context.Context) Tick {
 
 	rb, byKey := r.build(batch)
 	tk.Commands = len(rb.Cmds)
-	syncs := r.syncs(ctx, rb)
 
 	// Send every command; then send again, in one round trip each time,
 	// the ones the server did not answer (NOSCRIPT, a broken connection)
 	// while the earliest lease among them allows. Each answer is stamped
-	// with the send time of the round trip that carried it.
+	// with the send time of the round trip that carried it. What each
+	// master's renewals must wait for is asked anew for every round trip:
+	// a count learnt meanwhile (the replicas a master was asked for at the
+	// tick's start) serves the renewals sent again.
 	pending := make([]int, len(rb.Cmds))
 	for i := range pending {
 		pending[i] = i
 	}
 	noscript := false
 	for len(pending) > 0 {
+		syncs := r.syncs(ctx, rb)
 		pending, noscript = r.roundTrip(ctx, &tk, rb, byKey, syncs, pending, noscript)
 		if len(pending) == 0 || noscript {
 			continue
