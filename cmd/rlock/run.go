@@ -57,13 +57,16 @@ quorum of all the masters given is still reachable (else exit 69). The
 lock is lost, and the command stopped, once fewer than the quorum still
 hold it.
 
-SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to rlock are
-forwarded to the command, except what already reached it: a terminal's
-Ctrl-C or Ctrl-\ while rlock is in the terminal's foreground (the command
-is in rlock's process group), and systemd's SIGTERM to the whole unit when
-rlock is its main process. So one Ctrl-C is one SIGINT for the command.
---forward-all-signals forwards them anyway. While rlock waits for the
-lock, SIGINT, SIGTERM, SIGHUP and SIGQUIT end the wait (exit 128+signo).
+The command runs in a process group of its own, which gets the
+terminal's foreground while it runs (rlock takes it back after): a
+terminal's Ctrl-C or Ctrl-\ reaches the command alone, once. SIGINT,
+SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 that reach rlock (kill(1)
+at rlock's pid, or at its process group as timeout(1) and CI runners do)
+are forwarded once, to the command's process group; so every sender's
+signal reaches the command once. The exception: systemd's SIGTERM to the
+whole unit when rlock is its main process reached the command already
+and is not forwarded (--forward-all-signals forwards it anyway). While
+rlock waits for the lock, SIGINT, SIGTERM, SIGHUP and SIGQUIT end the wait (exit 128+signo).
 
 If the lock is lost while the command runs (the key was deleted, another
 holder took it, Redis was unreachable until the lease ran out, or --lease
@@ -145,7 +148,7 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs.BoolVar(&o.fair, "fair", false, "take Redisson's fair lock (getFairLock): waiters, Java and Go, queue in Redis and get the lock in the order they came; implies --no-fence (Redisson has no fenced fair lock). With several masters the RedLock's attempts do not queue: it polls")
 	fs.BoolVar(&o.shared, "shared", false, "take the read lock of Redisson's read-write lock NAME (getReadWriteLock(name).readLock(), flock -s): shared with other --shared runs and Redisson readers, excluded by --exclusive runs and writers; no fencing token (as --no-fence). Not the lock taken without it")
 	fs.BoolVar(&o.exclusive, "exclusive", false, "take the write lock of Redisson's read-write lock NAME (writeLock(), flock -x): excludes --shared and --exclusive runs, Redisson readers and writers; no fencing token (as --no-fence). Not the lock taken without it")
-	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward SIGINT and SIGQUIT from the terminal, and systemd's SIGTERM, although the command got them too")
+	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward systemd's SIGTERM to the whole unit although the command got it too (for KillMode=mixed or process)")
 	registerTrace(fs, &o.trace)
 	return fs
 }
@@ -447,7 +450,10 @@ func (r *runner) supervise(lk locker) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = r.childEnv(lk)
 	setDeathSignal(cmd)
+	tty := foregroundTerminal()
+	ownGroup(cmd, tty)
 	if err := cmd.Start(); err != nil {
+		tty.restore()
 		code := exitCannotExec
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = exitNotFound
@@ -459,6 +465,7 @@ func (r *runner) supervise(lk locker) error {
 		}
 		return exitWith(code, err)
 	}
+	tty.background(cmd.Process.Pid)
 	if r.o.verbose {
 		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("running %s (pid %d) while holding lock %q", r.argv[0], cmd.Process.Pid, r.o.name)))
 	}
@@ -483,7 +490,7 @@ func (r *runner) supervise(lk locker) error {
 		select {
 		case s := <-r.sigc:
 			if !r.o.forwardAll && alreadyDelivered(s, cmd.Process.Pid) {
-				// The terminal or systemd sent it to the command too.
+				// systemd sent it to the command too.
 				if r.o.verbose {
 					fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s reached %s too: not forwarded", signalName(s), r.argv[0])))
 				}
@@ -492,10 +499,12 @@ func (r *runner) supervise(lk locker) error {
 			if r.o.verbose {
 				fmt.Fprintln(errOut, prefixed(fmt.Sprintf("forwarding %s to %s", signalName(s), r.argv[0])))
 			}
-			// Fails only when the command has exited; waitc then reports it.
-			_ = cmd.Process.Signal(s)
+			// Fails only when the command's group is gone; waitc then
+			// reports its exit.
+			_ = forward(cmd.Process.Pid, s)
 			continue
 		case werr := <-waitc:
+			tty.restore()
 			return r.finish(lk, werr, lost)
 		case <-kill:
 			kill = nil
