@@ -22,7 +22,7 @@ import (
 	"github.com/rlock-go/rlock/observe"
 )
 
-const runUsage = `rlock run --name NAME [FLAGS] -- COMMAND [ARGS...]
+const runUsage = `rlock run --name NAME [FLAGS] -- COMMAND [ARGS...]   (or -c CMD, as flock)
 
 Acquires the lock NAME, runs COMMAND (without a shell) with stdin, stdout
 and stderr passed through, releases the lock when it exits, and exits with
@@ -39,6 +39,13 @@ holder is an rlock) and says whether its lease is being renewed, never a
 TTL as the time left; with --verbose it says so when the wait starts and
 every 5s, and how long acquiring took. --conflict-exit-code 0 skips
 silently unless --verbose; --quiet prints nothing of rlock's own.
+
+flock(1)'s short options mean what they mean to flock: -n (one attempt)
+and -w SECS make a busy lock exit 1 unless -E CODE gives another code,
+-s and -x (or -e) take the shared and exclusive lock (--shared,
+--exclusive), -E CODE is --conflict-exit-code, -c CMD runs sh -c CMD.
+The long options keep rlock's meanings: --wait and a busy lock's 75.
+Unlike flock, rlock makes one attempt when neither -w nor --wait is given.
 
 --addr takes host:port or Redisson's URLs, redis://[[user]:password@]host:port[/db]
 and rediss:// for TLS (prefer $RLOCK_PASSWORD to a password in a URL: ps
@@ -82,6 +89,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT sends them over OTLP/HTTP.
 Exit codes:
   N     the command's status (128+signo if a signal killed it)
   0     also: busy with --conflict-exit-code 0
+  1     busy, with flock's -n or -w (and no -E)
   64    bad usage; also MOVED: a cluster node given without --cluster
   65    the key under NAME is not a lock (WRONGTYPE)
   69    Redis unreachable, or a replica given as the master (READONLY)
@@ -129,6 +137,10 @@ type runOptions struct {
 	shared          bool
 	exclusive       bool
 	forwardAll      bool
+	// flock(1)'s own short options: -n, -w SECS, -c CMD.
+	nonblock  bool
+	flockWait waitValue
+	command   string
 }
 
 func newRunFlags(o *runOptions) *flag.FlagSet {
@@ -136,9 +148,9 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	o.conn.register(fs, "Redis master `host:port` or redis:// URL, or several comma-separated independent masters for a RedLock (with --cluster: seed nodes of one cluster); $"+envAddr+" sets the default")
 	fs.StringVar(&o.name, "name", "", "lock `name` (required): Redisson's lock name, as is")
 	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration` (30s, 2m), seconds as flock takes them (5, 0.5), or forever (default 0: one attempt)")
-	fs.DurationVar(&o.lease, "lease", 0, "hold the lock at most this long, without renewal; the command is stopped when it runs out (default: renewed while the command runs)")
-	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 0, "lease the watchdog keeps renewing, every third of it (default 30s)")
-	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
+	durationVar(fs, &o.lease, "lease", 0, "hold the lock at most this `duration`, without renewal; the command is stopped when it runs out (default: renewed while the command runs)")
+	durationVar(fs, &o.watchdogTimeout, "watchdog-timeout", 0, "the lease (a `duration`) the watchdog keeps renewing, every third of it (default 30s)")
+	durationVar(fs, &o.grace, "grace", 10*time.Second, "the `duration` between SIGTERM and SIGKILL when the lock is lost")
 	fs.IntVar(&o.conflict, "conflict-exit-code", exitConflict, "exit `code` when the lock is not acquired within --wait; 0 also silences the message unless --verbose")
 	fs.BoolVar(&o.all, "all", false, "with several --addr masters, every one must grant the lock (MultiLock), not a majority (RedLock)")
 	fs.BoolVar(&o.verbose, "verbose", false, "say who holds the lock while waiting (at the start and every 5s), how long acquiring took, the command's start and end, and the settings of --redisson-config not used")
@@ -150,7 +162,46 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs.BoolVar(&o.exclusive, "exclusive", false, "take the write lock of Redisson's read-write lock NAME (writeLock(), flock -x): excludes --shared and --exclusive runs, Redisson readers and writers; no fencing token (as --no-fence). Not the lock taken without it")
 	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward systemd's SIGTERM to the whole unit although the command got it too (for KillMode=mixed or process)")
 	registerTrace(fs, &o.trace)
+	// flock(1)'s short options, with flock's meanings.
+	fs.BoolVar(&o.shared, "s", false, "")
+	fs.BoolVar(&o.exclusive, "x", false, "")
+	fs.BoolVar(&o.exclusive, "e", false, "")
+	fs.IntVar(&o.conflict, "E", exitConflict, "")
+	fs.BoolVar(&o.nonblock, "n", false, "flock's -n: one attempt, and a busy lock exits 1 unless -E (or --conflict-exit-code) gives another code (--wait 0 exits 75)")
+	fs.Var(&o.flockWait, "w", "flock's -w: wait up to `SECS` seconds (fractions allowed), and a lock still busy then exits 1 unless -E gives another code (--wait exits 75)")
+	fs.StringVar(&o.command, "c", "", "flock's -c: run `CMD` with sh -c, instead of a COMMAND after --")
 	return fs
+}
+
+// flockOptions applies flock(1)'s short options once fs is parsed: -n and
+// -w make a busy lock exit 1 unless -E or --conflict-exit-code is given,
+// -w sets the wait, -c makes the command sh -c CMD. It refuses what
+// contradicts itself.
+func (o *runOptions) flockOptions(fs *flag.FlagSet, argv []string) ([]string, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["n"] && (set["w"] || set["wait"]):
+		return nil, usagef("run: -n (no wait) and a wait (-w, --wait) exclude each other")
+	case set["w"] && set["wait"]:
+		return nil, usagef("run: -w and --wait both give the wait: give one")
+	case set["E"] && set["conflict-exit-code"]:
+		return nil, usagef("run: -E and --conflict-exit-code both give the busy lock's exit code: give one")
+	case set["c"] && len(argv) > 0:
+		return nil, usagef("run: -c CMD is the command: give no COMMAND after it")
+	case set["c"] && strings.TrimSpace(o.command) == "":
+		return nil, usagef("run: -c takes a command for sh -c, not an empty one")
+	}
+	if (set["n"] || set["w"]) && !set["E"] && !set["conflict-exit-code"] {
+		o.conflict = 1 // flock's exit status for a busy lock
+	}
+	if set["w"] {
+		o.wait = o.flockWait
+	}
+	if set["c"] {
+		argv = []string{"/bin/sh", "-c", o.command}
+	}
+	return argv, nil
 }
 
 // runMain is "rlock run".
@@ -160,7 +211,10 @@ func runMain(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	argv := fs.Args()
+	argv, err := o.flockOptions(fs, fs.Args())
+	if err != nil {
+		return err
+	}
 	switch {
 	case o.name == "":
 		return usagef("run: --name is required and must not be empty")
