@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,22 +105,34 @@ type look struct {
 	addr   string
 	at     time.Time // when the reply came
 	fields []string  // holder fields, sorted; none when free
-	pttl   time.Duration
-	hasTTL bool // false: the key has no expiry (PTTL -1) or no key
-	err    error
+	// mode is a read-write lock's ("read" or "write"), "" for the other
+	// kinds; notLock says why the key is not a lock (see hashLayout).
+	mode    string
+	notLock string
+	pttl    time.Duration
+	hasTTL  bool // false: the key has no expiry (PTTL -1) or no key
+	err     error
 }
 
 // lookAt reads the holders and the remaining TTL of the lock name on rc,
 // in one round trip. It only reads.
 func lookAt(ctx context.Context, rc rueidis.Client, addr, name string) look {
 	b := rc.B()
-	res := rc.DoMulti(ctx, b.Hkeys().Key(name).Build(), b.Pttl().Key(name).Build())
+	res := rc.DoMulti(ctx, b.Hgetall().Key(name).Build(), b.Pttl().Key(name).Build())
 	l := look{addr: addr, at: time.Now()}
-	if l.fields, l.err = res[0].AsStrSlice(); l.err != nil {
+	all, err := res[0].AsStrMap()
+	if err != nil {
+		l.err = err
 		return l
 	}
-	// A read-write lock's "mode" field holds nothing.
-	l.fields = slices.DeleteFunc(l.fields, func(f string) bool { return f == "mode" })
+	if l.mode, l.notLock = hashLayout(all); l.notLock != "" {
+		return l // no holders: no lock
+	}
+	for f := range all {
+		if f != "mode" { // a read-write lock's mode holds nothing
+			l.fields = append(l.fields, f)
+		}
+	}
 	sort.Strings(l.fields)
 	ms, err := res[1].AsInt64()
 	if err != nil {

@@ -35,6 +35,12 @@ lock's token when redisson_lock_token:{NAME} exists, and a fair lock's
 queue (Redisson's getFairLock: redisson_lock_queue:{NAME}) with each
 waiter's remaining timeout. It only reads.
 
+A hash whose fields are not a lock's ("HSET user:1 name bob age 3") is
+not a lock: inspect says so and exits 65, and rlock run does too. Given
+a key of a lock other than its hash (the fair lock's queue and timeouts,
+a read lock hold's rwlock_timeout key, the token counter, an unlock's
+latch), inspect names the lock it belongs to.
+
 Warnings (lines "warning:", or "warnings" in JSON) flag a lock whose key
 has no TTL (it never expires: blocking waiters wait forever), several
 holders of one lock, and a layout rlock cannot read.
@@ -46,7 +52,8 @@ Exit codes:
   0     the lock was read: held or not (warnings do not change this)
   1     another error from Redis
   64    bad usage; also MOVED: a cluster node given without --cluster
-  65    the key exists but is not a lock (a string, a list, ...)
+  65    the key exists but is not a lock: a string, a list, ..., or a
+        hash whose fields are not a lock's (an application's record)
   69    Redis could not be reached
   77    Redis refused the credentials`
 
@@ -100,9 +107,17 @@ type lockInfo struct {
 	// in such a queue.
 	QueueKey  string   `json:"queue_key,omitempty"`
 	FairQueue []waiter `json:"fair_queue,omitempty"`
+	// NotLock, when set, says why the key is not a lock: another type, or
+	// a hash whose fields are not a lock's (an application's record).
+	NotLock string `json:"not_lock,omitempty"`
+	// PartOf and Role name the lock that a key other than its hash
+	// belongs to (the fair lock's queue, a read lock hold's timeout, the
+	// token counter, ...) and what part of it the key is; PartOf is empty
+	// when the key does not say the lock's name.
+	PartOf string `json:"part_of,omitempty"`
+	Role   string `json:"role,omitempty"`
 	// Warnings flag what is wrong with the lock: no TTL, several
-	// holders, a layout rlock cannot read, not a lock at all, a fair
-	// queue's timed-out head.
+	// holders, not a lock at all, a fair queue's timed-out head.
 	Warnings []string `json:"warnings"`
 }
 
@@ -182,8 +197,9 @@ func inspectMain(args []string) error {
 	return nil
 }
 
-// notALock reports a key of another type than a hash.
-func notALock(info *lockInfo) bool { return info.Type != "hash" && info.Type != "none" }
+// notALock reports a key that is not a lock: another type than a hash,
+// or a hash of other fields.
+func notALock(info *lockInfo) bool { return info.NotLock != "" }
 
 // isAuthError reports Redis refusing the credentials.
 func isAuthError(err error) bool {
@@ -202,7 +218,7 @@ func warn(info *lockInfo) {
 	switch {
 	case notALock(info):
 		info.Warnings = append(info.Warnings, fmt.Sprintf(
-			"not a lock: the key is a %s; rlock run and Redisson fail on it (WRONGTYPE) until it is deleted", info.Type))
+			"not a lock: %s; it holds other data under this name: rlock run exits 65 on it, and Redisson's locks fail on it or take it for held. Lock another name", info.NotLock))
 		return
 	case !info.Locked:
 		return
@@ -210,11 +226,6 @@ func warn(info *lockInfo) {
 	if info.TTLMillis == -1 {
 		info.Warnings = append(info.Warnings,
 			"the lock has no TTL: it never expires, so if its holder is gone, blocking waiters wait forever (PEXPIRE it, or DEL it once its holder is known to be gone)")
-	}
-	if !info.Redisson {
-		info.Warnings = append(info.Warnings,
-			"a layout rlock cannot read: fields are not \"<client id>:<integer>\" with integer hold counts; rlock run and Redisson treat it as held by someone else")
-		return
 	}
 	writers := 0
 	for _, h := range info.Holders {
@@ -292,7 +303,8 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 		if err != nil {
 			return nil, fmt.Errorf("HGETALL %s on %s: %w", name, addr, err)
 		}
-		info.Locked = len(fields) > 0
+		_, info.NotLock = hashLayout(fields)
+		info.Locked = len(fields) > 0 && info.NotLock == ""
 		if mode, rw := fields["mode"]; rw {
 			// Redisson's read-write lock: its own channel.
 			info.Mode, info.Channel = mode, rwChannel
@@ -300,6 +312,15 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 			info.Holders, info.Redisson = rwHolders(fields)
 		} else {
 			info.Holders, info.Redisson = holders(fields)
+		}
+		if info.NotLock != "" {
+			// Someone's data: its fields are no holders.
+			info.Holders, info.Redisson, info.Mode = []holder{}, false, ""
+		}
+	}
+	if info.Type != "hash" && info.Type != "none" {
+		if info.PartOf, info.Role, _ = partOf(name, info.Type); info.Role == "" {
+			info.NotLock = "the key is a " + info.Type
 		}
 	}
 	if s, err := res[3].ToString(); err == nil {
@@ -432,8 +453,13 @@ func printInfo(w io.Writer, info *lockInfo) {
 		fmt.Fprintf(tw, "lock %q on %s: locked\n", info.Name, info.Addr)
 	case info.Type == "none":
 		fmt.Fprintf(tw, "lock %q on %s: not locked\n", info.Name, info.Addr)
+	case info.Role != "" && info.PartOf != "":
+		fmt.Fprintf(tw, "key %q on %s: a %s, part of lock %q: %s (rlock inspect %s shows the lock)\n",
+			info.Name, info.Addr, info.Type, info.PartOf, info.Role, shellQuote(info.PartOf))
+	case info.Role != "":
+		fmt.Fprintf(tw, "key %q on %s: a %s, part of a lock: %s\n", info.Name, info.Addr, info.Type, info.Role)
 	default:
-		fmt.Fprintf(tw, "lock %q on %s: not a lock: the key is a %s\n", info.Name, info.Addr, info.Type)
+		fmt.Fprintf(tw, "lock %q on %s: not a lock: %s\n", info.Name, info.Addr, info.NotLock)
 	}
 	if info.Locked {
 		layout := "not Redisson's RLock (fields are not \"<client id>:<integer>\" with integer counts)"

@@ -91,7 +91,8 @@ Exit codes:
   0     also: busy with --conflict-exit-code 0
   1     busy, with flock's -n or -w (and no -E)
   64    bad usage; also MOVED: a cluster node given without --cluster
-  65    the key under NAME is not a lock (WRONGTYPE)
+  65    the key under NAME is not a lock: another type (WRONGTYPE), or
+        a hash whose fields are not a lock's (HSET user:1 name bob)
   69    Redis unreachable, or a replica given as the master (READONLY)
         (several masters: fewer than the quorum reached)
   70    internal error
@@ -381,19 +382,26 @@ func (r *runner) acquire(ctx context.Context, lk locker) error {
 	}
 	var w *waitWatch
 	opts := lockOptions{wait: r.o.wait.d, forever: r.o.wait.forever, lease: r.o.lease, noFence: r.o.noFence}
+	// The watch ends the wait with lock.ErrNotLock when the key turns out
+	// not to be a lock: no wait makes it one.
+	lctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	if opts.forever || opts.wait > 0 {
-		w = startWatch(r.o.name, lk, r.o.verbose, errOut)
+		w = startWatch(r.o.name, lk, r.o.verbose, errOut, func(err error) { abort(err) })
 		r.hook.w.Store(w)
 		opts.began = w.began
 	}
 	start := time.Now()
-	err := lk.Lock(ctx, opts)
+	err := lk.Lock(lctx, opts)
 	took := time.Since(start)
 	var first []look
 	if w != nil {
 		r.hook.w.Store(nil)
 		w.stop()
 		first = w.firstLooks()
+	}
+	if cause := context.Cause(lctx); err != nil && errors.Is(cause, lock.ErrNotLock) {
+		return exitWith(exitDataErr, cause)
 	}
 	switch {
 	case err == nil:
@@ -410,11 +418,16 @@ func (r *runner) acquire(ctx context.Context, lk locker) error {
 		// by an outage (or a replica's READONLY): not "busy".
 		return exitWith(exitUnavailable, withHint(fmt.Errorf("acquiring lock %q: %w", r.o.name, err)))
 	case errors.Is(err, lock.ErrNotAcquired) && context.Cause(ctx) == nil && !r.refused(lk, err):
-		if r.o.conflict == exitOK && !r.o.verbose {
+		berr := r.busy(lk, err, first)
+		var ee *exitErr
+		switch {
+		case errors.As(berr, &ee):
+			return berr // not a lock: no conflict
+		case r.o.conflict == exitOK && !r.o.verbose:
 			// A skip that cron must not mail about.
 			return exitWith(exitOK, nil)
 		}
-		return exitWith(r.o.conflict, r.busy(lk, err, first))
+		return exitWith(r.o.conflict, berr)
 	}
 	return exitWith(codeOf(err, r.o.conflict), withHint(fmt.Errorf("acquiring lock %q: %w", r.o.name, err)))
 }
@@ -451,6 +464,9 @@ func (r *runner) busy(lk locker, err error, first []look) error {
 	last := lk.looks(ctx)
 	if first == nil {
 		first = last
+	}
+	if err := notLockError(r.o.name, last); err != nil {
+		return exitWith(exitDataErr, err)
 	}
 	var msg string
 	var ce *lock.ConflictError
