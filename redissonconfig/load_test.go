@@ -175,12 +175,20 @@ func TestLoadEnvironment(t *testing.T) {
 	cfg, ws := load(t, `singleServerConfig:
   address: "redis://${RC_TEST_HOST}:${RC_TEST_PORT:-6390}"
   password: "${RC_TEST_PW:-unused}"
-  clientName: "${RC_TEST_UNSET}"
 `)
 	if cfg.Addrs[0] != "cache.internal:6390" || cfg.Password != "from-env" {
 		t.Fatalf("Addrs %v Password %q", cfg.Addrs, cfg.Password)
 	}
-	warned(t, ws, "${RC_TEST_UNSET}", 4, "not set")
+	if len(ws) != 0 {
+		t.Fatalf("warnings %v, want none", ws)
+	}
+	// A variable that is neither set nor given a default is an error:
+	// Redisson would send "${RC_TEST_UNSET}" as the password.
+	_, _, err := redissonconfig.Load([]byte("singleServerConfig:\n  address: 'redis://h:1'\n  password: \"${RC_TEST_UNSET}\"\n"))
+	var e *redissonconfig.Error
+	if !errors.Is(err, lock.ErrInvalid) || !errors.As(err, &e) || e.Line != 3 || !strings.Contains(err.Error(), "RC_TEST_UNSET is not set") {
+		t.Fatalf("Load with ${RC_TEST_UNSET}: %v, want ErrInvalid at line 3 saying it is not set", err)
+	}
 }
 
 // TestLoadRefused: each config is refused with ErrInvalid, the line and
@@ -210,6 +218,7 @@ func TestLoadRefused(t *testing.T) {
 		{"negative watchdog", single + "lockWatchdogTimeout: -1\n", nil, 2, "positive number of milliseconds"},
 		{"negative fair wait", single + "fairLockWaitTimeout: -5\n", nil, 2, "positive number of milliseconds"},
 		{"timeout outlasting a renewal", "singleServerConfig:\n  address: 'redis://h:1'\n  timeout: 7000\nlockWatchdogTimeout: 10000\n", nil, 3, "lower timeout below"},
+		{"timeout outlasting a renewal, rounded", "singleServerConfig:\n  address: 'redis://h:1'\n  timeout: 7000\nlockWatchdogTimeout: 10000\n", nil, 3, "every 3.333s"},
 		{"sync timeout 0", single + "slavesSyncTimeout: 0\n", nil, 2, "without bound"},
 		{"sync timeout past the lease", single + "lockWatchdogTimeout: 1000\nslavesSyncTimeout: 1000\n", nil, 3, "could expire while rlock waits"},
 		{"bad boolean", single + "checkLockSyncedSlaves: maybe\n", nil, 2, "want true or false"},

@@ -260,7 +260,7 @@ func (l *loader) timing() {
 			if d+renew >= wd {
 				l.fail(s.line, s.key, "%v: with the watchdog renewing every %v (lockWatchdogTimeout/3), a renewal could be answered after the lease of %v it extends ran out; "+
 					"rlock needs timeout + lockWatchdogTimeout/3 < lockWatchdogTimeout: lower timeout below %v or raise lockWatchdogTimeout",
-					d, renew, wd, wd-renew)
+					d, renew.Round(time.Millisecond), wd, (wd - renew).Truncate(time.Millisecond))
 			} else {
 				l.cfg.CommandTimeout = d
 			}
