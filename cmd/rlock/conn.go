@@ -190,11 +190,20 @@ func (c *connFlags) loadFile() (lock.Config, []redissonconfig.Warning, error) {
 	cfg, ws, err := redissonconfig.Load(data)
 	if err != nil {
 		msg := fmt.Sprintf("--redisson-config %s: %v", c.redissonConfig, err)
+		var multi interface{ Unwrap() []error }
+		if errors.As(err, &multi) && len(multi.Unwrap()) > 1 {
+			// One line per problem, in the file's order.
+			errs := multi.Unwrap()
+			msg = fmt.Sprintf("--redisson-config %s: %d problems:", c.redissonConfig, len(errs))
+			for _, e := range errs {
+				msg += "\n  " + strings.TrimPrefix(e.Error(), "rlock: redisson config: ")
+			}
+		}
 		var e *redissonconfig.Error
 		if errors.As(err, &e) && strings.Contains(e.Key, "nameMapper") {
-			msg += " (the rlock command has no name mapping: it can lock only names that are not mapped)"
+			msg += "\n  (the rlock command has no name mapping: it can lock only names that are not mapped)"
 		}
-		return lock.Config{}, ws, exitWith(exitUsage, errors.New(msg))
+		return lock.Config{}, ws, exitWith(exitUsage, &linesError{msg})
 	}
 	return cfg, ws, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -60,6 +61,9 @@ const (
 type exitErr struct {
 	code int
 	err  error // nil: exit silently with code
+	// synopsis: a usage mistake (a flag, an argument), after which the
+	// command's synopsis is shown; not for a set-up that failed.
+	synopsis bool
 }
 
 func (e *exitErr) Error() string {
@@ -76,8 +80,14 @@ func exitWith(code int, err error) error { return &exitErr{code: code, err: err}
 
 // usagef reports bad usage: exit 64.
 func usagef(format string, args ...any) error {
-	return exitWith(exitUsage, fmt.Errorf(format, args...))
+	return &exitErr{code: exitUsage, err: fmt.Errorf(format, args...), synopsis: true}
 }
+
+// linesError is a message of several lines, printed as they are: the
+// first after "rlock: ", the others below it.
+type linesError struct{ msg string }
+
+func (e *linesError) Error() string { return e.msg }
 
 // codeOf maps an error from package lock (or one wrapped by exitWith) to
 // an exit code. conflict is the code for ErrNotAcquired.
@@ -158,15 +168,27 @@ func report(w io.Writer, err error, conflict int) int {
 	if errors.As(err, &ee) && ee.err == nil {
 		return code
 	}
+	var le *linesError
+	if errors.As(err, &le) {
+		fmt.Fprintln(w, "rlock: "+strings.TrimPrefix(err.Error(), "rlock: "))
+		return code
+	}
 	fmt.Fprintln(w, prefixed(err.Error()))
 	return code
 }
 
+// libraryPrefix is where an error of package lock (or another of rlock's
+// packages) starts inside a message: at its start, or wrapped after ": ".
+var libraryPrefix = regexp.MustCompile(`(^|: )rlock: `)
+
 // prefixed renders msg as one line starting with "rlock: ": errors
-// joined by package lock span lines and repeat the prefix.
+// joined by package lock span lines and repeat the prefix. Only the
+// prefix of the errors it holds is dropped, never a "rlock: " inside
+// their text ("not supported by rlock: use ...").
 func prefixed(msg string) string {
-	const p = "rlock: "
-	msg = strings.ReplaceAll(msg, "\n", ": ")
-	msg = strings.ReplaceAll(msg, p, "")
-	return p + msg
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = libraryPrefix.ReplaceAllString(l, "$1")
+	}
+	return "rlock: " + strings.Join(lines, ": ")
 }

@@ -75,7 +75,7 @@ func rlockMain(args []string) int {
 	}
 	report(w, err, exitConflict)
 	var ee *exitErr
-	if code == exitUsage && errors.As(err, &ee) && ee.err != nil {
+	if errors.As(err, &ee) && ee.synopsis {
 		syn, _, _ := strings.Cut(cmd.usage, "\n\n")
 		fmt.Fprintf(os.Stderr, "usage: %s\nRun \"rlock help %s\" for details.\n", syn, cmd.name)
 	}
