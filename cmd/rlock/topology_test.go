@@ -145,6 +145,13 @@ func TestReplicaGivenAsTheMaster(t *testing.T) {
 	if r.code != exitUnavailable || !strings.Contains(r.stderr, "READONLY") || !strings.Contains(r.stderr, "replica") {
 		t.Fatalf("exit %d, want %d naming the replica; stderr: %s", r.code, exitUnavailable, r.stderr)
 	}
+	// --wait D rides the READONLY out for D (a failover under way ends
+	// within it), as --wait forever does for 10s or the lease; then 69.
+	start := time.Now()
+	r = runRlock(t, "run", "--addr", replica.Addr(), "--name", name, "--wait", "2", "--", "true")
+	if d := time.Since(start); r.code != exitUnavailable || d < 2*time.Second || !strings.Contains(r.stderr, "replica") {
+		t.Fatalf("--wait 2: exit %d after %v, want %d after riding READONLY out for 2s; stderr: %s", r.code, d, exitUnavailable, r.stderr)
+	}
 	c := newClient(t, master.Addr(), lock.Config{})
 	rc := c.Redis()
 	if n, err := rc.Do(context.Background(), rc.B().Exists().Key(name).Build()).AsInt64(); err != nil || n != 0 {
