@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -120,13 +121,36 @@ func codeOf(err error, conflict int) int {
 // else), a server certificate that does not verify.
 func withHint(err error) error {
 	var cv *tls.CertificateVerificationError
+	var hostErr x509.HostnameError
+	var caErr x509.UnknownAuthorityError
 	switch {
+	case errors.As(err, &hostErr):
+		return fmt.Errorf("%w: the certificate does not carry the name dialled: give the name it carries with --tls-server-name", err)
+	case errors.As(err, &caErr):
+		return fmt.Errorf("%w: give the CA that signed it with --tls-ca", err)
 	case errors.As(err, &cv):
 		return fmt.Errorf("%w: give the CA that signed it with --tls-ca, or the name it carries with --tls-server-name", err)
 	case isMoved(err):
 		return fmt.Errorf("%w: the address is a node of a Redis Cluster, and another node holds this key: add --cluster", err)
 	case errors.Is(err, lock.ErrNotLock):
 		return fmt.Errorf("%w: rlock inspect shows what the key holds", err)
+	}
+	return err
+}
+
+// connectHint adds to a failure to connect (tlsOn: with TLS) what a TLS
+// mismatch looks like: a TLS server resets a plain client, and a plain
+// server never answers a TLS handshake.
+func connectHint(err error, tlsOn bool) error {
+	var cv *tls.CertificateVerificationError
+	var re tls.RecordHeaderError
+	msg := err.Error()
+	switch {
+	case !errors.Is(err, lock.ErrUnavailable) && !isNetError(err), errors.As(err, &cv):
+	case !tlsOn && (strings.Contains(msg, "connection reset by peer") || strings.HasSuffix(msg, "EOF")):
+		return fmt.Errorf("%w: the server may expect TLS: use rediss:// or --tls", err)
+	case tlsOn && (errors.As(err, &re) || strings.Contains(msg, "deadline exceeded") || strings.Contains(msg, "first record does not look like a TLS handshake")):
+		return fmt.Errorf("%w: the server may not speak TLS: use redis:// without --tls and the --tls-* flags", err)
 	}
 	return err
 }
@@ -177,6 +201,15 @@ func report(w io.Writer, err error, conflict int) int {
 	return code
 }
 
+// Texts of Redis and rueidis that prefixed rewrites: a script's SHA and
+// line say nothing to a user; rueidis's HELLO explanation of NOAUTH says
+// nothing of what to do; the library's field name is a flag here.
+var (
+	scriptWhere = regexp.MustCompile(` ?script: [0-9a-f]{40}, on @user_script:[0-9]+\.`)
+	noAuth      = regexp.MustCompile(`NOAUTH (HELLO must be called[^:;]*|Authentication required\.?)`)
+	rewrites    = strings.NewReplacer("Cluster set, but ", "--cluster given, but ")
+)
+
 // libraryPrefix is where an error of package lock (or another of rlock's
 // packages) starts inside a message: at its start, or wrapped after ": ".
 var libraryPrefix = regexp.MustCompile(`(^|: )rlock: `)
@@ -186,6 +219,9 @@ var libraryPrefix = regexp.MustCompile(`(^|: )rlock: `)
 // prefix of the errors it holds is dropped, never a "rlock: " inside
 // their text ("not supported by rlock: use ...").
 func prefixed(msg string) string {
+	msg = scriptWhere.ReplaceAllString(msg, "")
+	msg = noAuth.ReplaceAllLiteralString(msg, "NOAUTH: the server needs a password: set $"+envPassword+" (or --password)")
+	msg = rewrites.Replace(msg)
 	lines := strings.Split(msg, "\n")
 	for i, l := range lines {
 		lines[i] = libraryPrefix.ReplaceAllString(l, "$1")

@@ -155,6 +155,9 @@ func inspectMain(args []string) error {
 	case len(pos) > 1:
 		return usagef("inspect: one lock NAME, got %d arguments", len(pos))
 	}
+	if err := checkName("inspect", pos[0]); err != nil {
+		return err
+	}
 	conn, err := o.conn.resolve()
 	if err != nil {
 		return err
@@ -180,7 +183,7 @@ func inspectMain(args []string) error {
 		case isNetError(err):
 			code = exitUnavailable
 		}
-		return exitWith(code, withHint(err))
+		return exitWith(code, withHint(connectHint(err, conn.masters[0].TLS != nil)))
 	}
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
@@ -265,7 +268,10 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 	}
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", where, err)
+		if isAuthError(err) { // worded as run words it
+			return nil, fmt.Errorf("connect on %s: %w: %w", where, lock.ErrAuth, err)
+		}
+		return nil, fmt.Errorf("connect on %s: %w", where, err)
 	}
 	defer rc.Close()
 	if lc.Cluster && rc.Mode() != rueidis.ClientModeCluster {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // What is a lock's key, and what is not.
@@ -109,4 +110,21 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// maxNameLen is the longest lock name, as package lock takes it.
+const maxNameLen = 8 << 10
+
+// checkName refuses, for cmd, a name package lock refuses (empty, longer
+// than 8 KiB, not UTF-8), echoing it clipped: run and inspect alike.
+func checkName(cmd, name string) error {
+	switch {
+	case name == "":
+		return usagef("%s: the lock name is empty", cmd)
+	case len(name) > maxNameLen:
+		return usagef("%s: lock name %q: %d bytes, more than %d", cmd, clip(name), len(name), maxNameLen)
+	case !utf8.ValidString(name):
+		return usagef("%s: lock name %q is not UTF-8, as Redisson's names are", cmd, clip(name))
+	}
+	return nil
 }

@@ -240,6 +240,9 @@ func runMain(args []string) error {
 	case o.fair && (o.spin || o.shared || o.exclusive):
 		return usagef("run: --fair takes the fair lock, --spin the spin lock, --shared and --exclusive the read-write lock: give one")
 	}
+	if err := checkName("run", o.name); err != nil {
+		return err
+	}
 	if o.shared || o.exclusive || o.fair {
 		o.noFence = true // Redisson has no fenced read-write or fair lock
 	}
@@ -366,6 +369,7 @@ func (r *runner) connect(ctx context.Context, cfg lockerConfig) (locker, error) 
 	defer cancel()
 	lk, err := newLocker(cctx, cfg)
 	if err != nil {
+		err = connectHint(err, cfg.masters[0].TLS != nil)
 		return nil, exitWith(codeOf(err, exitSoftware), withHint(err)) // err names the address
 	}
 	return lk, nil
