@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -91,13 +92,41 @@ func splitField(f string) (clientID, ownerID string, ok bool) {
 }
 
 // describeHolder renders a holder field for messages: the field, then
-// "rlock on HOST, pid PID" when its client id says so.
+// "rlock on HOST, pid PID" when its client id says so, and whether that
+// process is gone when HOST is this one.
 func describeHolder(field string) string {
-	id, _, _ := splitField(field)
+	id, _, _ := splitField(strings.TrimSuffix(field, ":write"))
 	if host, pid, ok := parseClientID(id); ok {
-		return fmt.Sprintf("%s (rlock on host %s, pid %d)", field, host, pid)
+		s := fmt.Sprintf("%s (rlock on host %s, pid %d", field, host, pid)
+		if gone(host, pid) {
+			s += ", which is gone: its lock stays until its TTL runs out"
+		}
+		return s + ")"
 	}
 	return field
+}
+
+// gone reports an rlock holder on this host whose process no longer
+// exists (kill -0 answers ESRCH). A holder on another host, or one whose
+// state cannot be read, is not gone.
+func gone(host string, pid int) bool {
+	me, err := os.Hostname()
+	if err != nil || sanitizeHost(me) != host || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
+// anyGone reports whether one of the holders is a gone rlock process of
+// this host.
+func anyGone(fields []string) bool {
+	for _, f := range fields {
+		id, _, _ := splitField(strings.TrimSuffix(f, ":write"))
+		if host, pid, ok := parseClientID(id); ok && gone(host, pid) {
+			return true
+		}
+	}
+	return false
 }
 
 // look is what one read of a lock on one master saw.
@@ -152,6 +181,13 @@ func (l look) holders() string {
 	hs := make([]string, len(l.fields))
 	for i, f := range l.fields {
 		hs[i] = describeHolder(f)
+		switch {
+		case l.mode == "":
+		case strings.HasSuffix(f, ":write"):
+			hs[i] = "writer " + hs[i]
+		default:
+			hs[i] = "reader " + hs[i]
+		}
 	}
 	return strings.Join(hs, " and ")
 }
@@ -190,15 +226,25 @@ func leaseNote(first, last look) string {
 	case !last.hasTTL:
 		return "its key has no TTL: it never expires, and stays until its holder releases it or someone deletes it (see rlock inspect)"
 	}
+	if anyGone(last.fields) {
+		return fmt.Sprintf("it expires in %v", roundDur(last.pttl))
+	}
 	span := last.at.Sub(first.at)
 	if first.err == nil && first.hasTTL && sameHolders(first, last) && span > 0 {
 		if last.pttl > first.pttl-span+renewTolerance {
 			return fmt.Sprintf("its lease is being renewed (TTL %v, up from %v %v earlier): it stays held until its holder releases it",
 				roundDur(last.pttl), roundDur(first.pttl), roundDur(span))
 		}
-		if span >= watchedEnough {
+		// A watchdog renews every third of its lease, so before the TTL
+		// seen first has lost half: a watch shorter than that cannot tell
+		// a renewed lease from a fixed one.
+		if span >= watchedEnough && span > first.pttl/2 {
 			return fmt.Sprintf("its lease was not renewed in the %v rlock watched: it expires in %v unless renewed or released",
 				roundDur(span), roundDur(last.pttl))
+		}
+		if span >= watchedEnough {
+			return fmt.Sprintf("TTL %v; no renewal seen in the %v rlock watched, too short to tell: a watchdog renews every third of its lease (10s by default), and may keep it for as long as its holder runs",
+				roundDur(last.pttl), roundDur(span))
 		}
 	}
 	return fmt.Sprintf("TTL %v, which a watchdog may keep renewing for as long as its holder runs", roundDur(last.pttl))

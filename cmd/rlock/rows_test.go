@@ -83,3 +83,74 @@ func TestMessages(t *testing.T) {
 		}
 	})
 }
+
+// TestBusyMessagesSayWhatIsKnown: rows 5, 6 and 18 of newcomer-2's
+// table. A healthy holder is not called "not renewed" after a watch
+// shorter than a watchdog's period; a dead rlock holder on this host is
+// said to be gone; an absurd --lease is warned about; a read-write lock's
+// busy message says which kind of hold blocks, and a run of the other
+// kind of lock is told so.
+func TestBusyMessagesSayWhatIsKnown(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	c := newClient(t, srv.Addr(), lock.Config{}) // watchdog 30s: renews every 10s
+	ctx := context.Background()
+	run := func(t *testing.T, name string, flags ...string) result {
+		t.Helper()
+		args := append([]string{"run", "--addr", srv.Addr(), "--name", name}, flags...)
+		return runRlock(t, append(args, "--", "echo", "ran")...)
+	}
+
+	t.Run("row 5: a watch shorter than the renewal period", func(t *testing.T) {
+		name := lockName(t)
+		h, err := c.Mutex(name).TryLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Unlock(ctx)
+		r := run(t, name, "--wait", "1.5")
+		if r.code != exitConflict || strings.Contains(r.stderr, "not renewed") || !strings.Contains(r.stderr, "too short to tell") {
+			t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+		}
+	})
+
+	t.Run("row 6: a dead holder on this host, an absurd lease", func(t *testing.T) {
+		name := lockName(t)
+		cmd := rlockCmd(t, nil, "run", "--addr", srv.Addr(), "--name", name, "--lease", "1000000h", "--", "sh", "-c", "kill -9 $PPID")
+		var errb lockedBuilder
+		cmd.Stderr = &errb
+		_ = cmd.Run() // killed by SIGKILL
+		if !strings.Contains(errb.String(), "warning: --lease 1000000h") {
+			t.Errorf("no warning for --lease 1000000h; stderr: %s", errb.String())
+		}
+		r := run(t, name)
+		if r.code != exitConflict || !strings.Contains(r.stderr, "is gone") || strings.Contains(r.stderr, "watchdog may keep renewing") {
+			t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
+		}
+		rc := c.Redis()
+		_ = rc.Do(ctx, rc.B().Del().Key(name).Build()).Error()
+	})
+
+	t.Run("row 18: read-write kinds", func(t *testing.T) {
+		name := lockName(t)
+		rd, err := c.ReadWriteMutex(name).ReadLock().TryLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Unlock(ctx)
+		if r := run(t, name, "--exclusive"); r.code != exitConflict || !strings.Contains(r.stderr, "held by reader") {
+			t.Errorf("--exclusive beside a reader: exit %d; stderr: %s", r.code, r.stderr)
+		}
+		if r := run(t, name); r.code != exitConflict || !strings.Contains(r.stderr, "read-write lock") || !strings.Contains(r.stderr, "--shared or --exclusive") {
+			t.Errorf("a plain run on a read-write lock: exit %d; stderr: %s", r.code, r.stderr)
+		}
+		plain := lockName(t) + ":plain"
+		h, err := c.Mutex(plain).TryLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Unlock(ctx)
+		if r := run(t, plain, "--shared"); r.code != exitConflict || !strings.Contains(r.stderr, "without --shared") {
+			t.Errorf("--shared on a plain lock: exit %d; stderr: %s", r.code, r.stderr)
+		}
+	})
+}

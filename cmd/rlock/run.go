@@ -110,6 +110,9 @@ var (
 	terminating = map[os.Signal]bool{syscall.SIGINT: true, syscall.SIGTERM: true, syscall.SIGHUP: true, syscall.SIGQUIT: true}
 )
 
+// maxSaneLease is the longest --lease given without a warning.
+const maxSaneLease = 24 * time.Hour
+
 // releaseTimeout bounds the release after the command exits.
 const releaseTimeout = 5 * time.Second
 
@@ -263,6 +266,9 @@ func runMain(args []string) error {
 	}
 	if o.verbose {
 		o.conn.printWarnings(conn)
+	}
+	if o.lease > maxSaneLease {
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("warning: --lease %v: if rlock dies, nothing frees the lock for that long (without --lease, a watchdog keeps it only while rlock runs)", o.lease)))
 	}
 
 	// Flushed last, once signals are no longer caught: a Ctrl-C during a
@@ -479,6 +485,14 @@ func (r *runner) busy(lk locker, err error, first []look) error {
 	} else {
 		// Several masters: the quorum error lists each master's reason.
 		msg = fmt.Sprintf("%v; %s", err, holdersLine(first, last))
+	}
+	if len(last) == 1 && len(last[0].fields) > 0 {
+		switch rw := last[0].mode != ""; {
+		case rw && !r.o.shared && !r.o.exclusive:
+			msg += "; this name is a read-write lock's: take it with --shared or --exclusive (a plain lock of the name never gets it)"
+		case !rw && (r.o.shared || r.o.exclusive):
+			msg += "; this name is a plain lock's, not a read-write lock's: take it without --shared and --exclusive"
+		}
 	}
 	switch {
 	case r.o.wait.d > 0:
