@@ -71,7 +71,7 @@ func countSignals(sig string) int {
 	}
 	c := make(chan os.Signal, 16)
 	signal.Notify(c, s)
-	fmt.Println("started")
+	fmt.Printf("started (pid %d)\n", os.Getpid())
 	n := 0
 	select {
 	case <-c:

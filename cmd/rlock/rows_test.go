@@ -154,3 +154,20 @@ func TestBusyMessagesSayWhatIsKnown(t *testing.T) {
 		}
 	})
 }
+
+// TestVerboseSaysRunningFirst: row 25 of newcomer-2's table. --verbose's
+// "running" line comes before anything the command prints.
+func TestVerboseSaysRunningFirst(t *testing.T) {
+	srv := newServer(t, integration.Options{})
+	cmd := rlockCmd(t, nil, "run", "--verbose", "--addr", srv.Addr(), "--name", lockName(t), "--", "echo", "the command's output")
+	var out lockedBuilder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if code := exitCode(t, cmd, cmd.Run()); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	s := out.String()
+	running, output := strings.Index(s, "rlock: running echo"), strings.Index(s, "the command's output")
+	if running < 0 || output < 0 || running > output {
+		t.Fatalf("the running line is not before the command's output:\n%s", s)
+	}
+}

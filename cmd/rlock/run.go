@@ -301,6 +301,7 @@ func runMain(args []string) error {
 type runner struct {
 	o    runOptions
 	argv []string
+	pid  int // the command's, once started
 	sigc chan os.Signal
 	hook *waitHook
 	tr   *tracer
@@ -540,6 +541,10 @@ func (r *runner) supervise(lk locker) error {
 	setDeathSignal(cmd)
 	tty := foregroundTerminal()
 	ownGroup(cmd, tty)
+	if r.o.verbose {
+		// Said before the command starts, so before anything it prints.
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("running %s while holding lock %q", r.argv[0], r.o.name)))
+	}
 	if err := cmd.Start(); err != nil {
 		tty.restore()
 		code := exitCannotExec
@@ -554,9 +559,7 @@ func (r *runner) supervise(lk locker) error {
 		return exitWith(code, err)
 	}
 	tty.background(cmd.Process.Pid)
-	if r.o.verbose {
-		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("running %s (pid %d) while holding lock %q", r.argv[0], cmd.Process.Pid, r.o.name)))
-	}
+	r.pid = cmd.Process.Pid
 
 	// The only other goroutine: it ends when the command exits, and the
 	// loop below always receives its result before returning.
@@ -649,7 +652,7 @@ func (r *runner) finish(lk locker, werr, lost error) error {
 		return exitWith(exitLost, fmt.Errorf("%w (found at release; %s exited with status %d)", err, r.argv[0], status))
 	}
 	if r.o.verbose {
-		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s exited with status %d; released lock %q", r.argv[0], status, r.o.name)))
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s (pid %d) exited with status %d; released lock %q", r.argv[0], r.pid, status, r.o.name)))
 	}
 	if status == exitOK {
 		return nil

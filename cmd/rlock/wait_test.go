@@ -205,8 +205,9 @@ func TestRunVerbose(t *testing.T) {
 		"its lease is being renewed",
 		`rlock: acquired lock "` + name + `" after 5`,
 		"(fencing token ",
-		"rlock: running echo (pid ",
-		"echo exited with status 0",
+		"rlock: running echo while holding lock",
+		"echo (pid ",
+		") exited with status 0",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
