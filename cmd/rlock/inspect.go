@@ -116,6 +116,9 @@ type lockInfo struct {
 	// when the key does not say the lock's name.
 	PartOf string `json:"part_of,omitempty"`
 	Role   string `json:"role,omitempty"`
+	// ServerRole is "replica" when the server asked is one (ROLE): a run
+	// on it fails with READONLY. Empty otherwise.
+	ServerRole string `json:"server_role,omitempty"`
 	// Warnings flag what is wrong with the lock: no TTL, several
 	// holders, not a lock at all, a fair queue's timed-out head.
 	Warnings []string `json:"warnings"`
@@ -277,11 +280,15 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 	if lc.Cluster && rc.Mode() != rueidis.ClientModeCluster {
 		return nil, fmt.Errorf("%w: --cluster, but %s is not a cluster node (cluster-enabled no)", lock.ErrInvalid, where)
 	}
-	addr := where
+	addr, role, err := answering(ctx, rc, lc, name, where)
+	if err != nil {
+		return nil, err
+	}
 
 	info := &lockInfo{
 		Name: name, Addr: addr, Holders: []holder{}, Warnings: []string{},
 		Channel: reentrant.ChannelName(name), TokenKey: reentrant.TokenName(name),
+		ServerRole: role,
 	}
 	rwChannel := reentrant.RWChannelName(name)
 	b := rc.B()
@@ -493,6 +500,9 @@ func printInfo(w io.Writer, info *lockInfo) {
 			fmt.Fprintf(tw, "    \tfield %s\n", h.Field)
 		}
 	}
+	if info.ServerRole == "replica" {
+		fmt.Fprintf(tw, "  server:\ta replica: rlock run there fails with READONLY; give the master's address (or --sentinel-master)\n")
+	}
 	printFair(tw, info)
 	fmt.Fprintf(tw, "  channel:\t%s\n", info.Channel)
 	shard := "n/a (Redis < 7)"
@@ -525,4 +535,55 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// answering names the server that holds name's key, for inspect's
+// output: in a cluster, the master owning the key's slot (CLUSTER
+// KEYSLOT, CLUSTER SLOTS), not the seed asked; through Sentinel, the
+// master the sentinels gave; else the address asked, with role
+// "replica" when ROLE says so.
+func answering(ctx context.Context, rc rueidis.Client, lc lock.Config, name, where string) (addr, role string, err error) {
+	b := rc.B()
+	switch {
+	case lc.Cluster:
+		slot, err := rc.Do(ctx, b.ClusterKeyslot().Key(name).Build()).AsInt64()
+		if err != nil {
+			return "", "", fmt.Errorf("CLUSTER KEYSLOT on %s: %w", where, err)
+		}
+		ranges, err := rc.Do(ctx, b.ClusterSlots().Build()).ToArray()
+		if err != nil {
+			return "", "", fmt.Errorf("CLUSTER SLOTS on %s: %w", where, err)
+		}
+		for _, r := range ranges {
+			v, err := r.ToArray()
+			if err != nil || len(v) < 3 {
+				continue
+			}
+			lo, _ := v[0].AsInt64()
+			hi, _ := v[1].AsInt64()
+			if slot < lo || slot > hi {
+				continue
+			}
+			node, err := v[2].ToArray()
+			if err != nil || len(node) < 2 {
+				break
+			}
+			host, _ := node[0].ToString()
+			port, _ := node[1].AsInt64()
+			return net.JoinHostPort(host, strconv.FormatInt(port, 10)), "", nil
+		}
+		return where, "", nil // no node owns the slot: the seed asked
+	case lc.MasterSet != "":
+		for a := range rc.Nodes() {
+			return fmt.Sprintf("%s (master of set %s, via %s)", a, lc.MasterSet, strings.Join(lc.Addrs, ",")), "", nil
+		}
+		return where, "", nil
+	}
+	v, err := rc.Do(ctx, b.Role().Build()).ToArray()
+	if err == nil && len(v) > 0 {
+		if r, _ := v[0].ToString(); r == "slave" {
+			return where, "replica", nil
+		}
+	}
+	return where, "", nil // ROLE refused (an ACL): said nothing of it
 }
