@@ -371,3 +371,40 @@ func TestLoadTLS(t *testing.T) {
 	}
 	warned(t, ws, "sslVerificationMode", 2, "no address is rediss://")
 }
+
+// TestWarningDiffers: row 22 of newcomer-2's table. A warning says
+// whether the setting makes rlock behave differently from Redisson
+// (Differs: readMode, subscriptionMode, a Java keystore, ...) or only
+// goes unused with no effect on the locks (pool sizes, retries).
+func TestWarningDiffers(t *testing.T) {
+	_, ws := load(t, `singleServerConfig:
+  address: "rediss://h:1"
+  connectionPoolSize: 64
+  retryAttempts: 3
+  readMode: SLAVE
+  subscriptionMode: SLAVE
+sslTruststore: "file:/x.jks"
+threads: 16
+`)
+	want := map[string]bool{
+		"singleServerConfig.connectionPoolSize": false,
+		"singleServerConfig.retryAttempts":      false,
+		"singleServerConfig.readMode":           true,
+		"singleServerConfig.subscriptionMode":   true,
+		"sslTruststore":                         true,
+		"threads":                               false,
+	}
+	for _, w := range ws {
+		d, ok := want[w.Key]
+		if !ok {
+			continue
+		}
+		delete(want, w.Key)
+		if w.Differs != d {
+			t.Errorf("%v: Differs %v, want %v", w, w.Differs, d)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("no warning for %v", want)
+	}
+}

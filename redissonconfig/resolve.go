@@ -149,7 +149,7 @@ func (l *loader) credentials(addrs []Address) {
 	}
 	l.cfg.SentinelUsername, l.cfg.SentinelPassword = orElse(urlUser, sUser), orElse(urlPass, sPass)
 	if l.cfg.SentinelPassword == "" && pass != "" {
-		l.warn(l.mode.line, l.modeKey+".sentinelPassword",
+		l.warnDiffers(l.mode.line, l.modeKey+".sentinelPassword",
 			"not set: Redisson sends the master's password to sentinels that ask for one; rlock sends sentinels only sentinelPassword (or a password in their addresses)")
 	}
 }
@@ -231,7 +231,7 @@ func (l *loader) tls(addrs []Address) {
 		return
 	}
 	if mode == verifyNone {
-		l.warn(modeAt.line, modeAt.key, "the server's certificate is not verified, as the config asks: anyone on the path can pose as Redis")
+		l.warnDiffers(modeAt.line, modeAt.key, "the server's certificate is not verified, as the config asks: anyone on the path can pose as Redis")
 	}
 	l.cfg.TLS = tlsConfig(mode)
 }

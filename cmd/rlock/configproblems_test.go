@@ -32,6 +32,15 @@ func TestRunRedissonConfigProblems(t *testing.T) {
 		}
 	})
 
+	t.Run("warnings that differ from Redisson first", func(t *testing.T) {
+		file := writeFile(t, "warn.yaml", "threads: 16\nsingleServerConfig:\n  address: \"redis://:"+pw+"@"+srv.Addr()+"\"\n  readMode: SLAVE\n")
+		r := runRlock(t, "run", "--verbose", "--redisson-config", file, "--name", lockName(t), "--", "true")
+		d, u := strings.Index(r.stderr, "readMode: differs from Redisson"), strings.Index(r.stderr, "threads")
+		if r.code != 0 || d < 0 || u < 0 || d > u {
+			t.Fatalf("exit %d; want readMode's warning, marked, before threads'; stderr: %s", r.code, r.stderr)
+		}
+	})
+
 	t.Run("one line per problem", func(t *testing.T) {
 		file := writeFile(t, "two.yaml", "singleServerConfig:\n  address: \"redis://"+srv.Addr()+"\"\n  timeout: 7000\nlockWatchdogTimeout: 10000\nslavesSyncTimeout: 0\n")
 		r := runRlock(t, "run", "--redisson-config", file, "--name", lockName(t), "--", "true")

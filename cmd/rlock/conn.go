@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/rlock-go/rlock/lock"
@@ -347,8 +348,19 @@ func (c *connFlags) tlsConfig(base *tls.Config, rediss bool, fileTLS *tls.Config
 }
 
 // printWarnings prints the warnings of --redisson-config on errOut.
+// The settings that make rlock differ from Redisson come first.
 func (c *connFlags) printWarnings(conn *connection) {
-	for _, w := range conn.warnings {
+	ws := slices.Clone(conn.warnings)
+	slices.SortStableFunc(ws, func(a, b redissonconfig.Warning) int {
+		switch {
+		case a.Differs == b.Differs:
+			return 0
+		case a.Differs:
+			return -1
+		}
+		return 1
+	})
+	for _, w := range ws {
 		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("--redisson-config %s: %s", c.redissonConfig, w)))
 	}
 }
