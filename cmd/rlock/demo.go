@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,7 +106,7 @@ func demoMain(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
 
-	fmt.Printf("rlock demo: %d workers, %d rounds each, seed %d\n", o.workers, o.rounds, o.seed)
+	fmt.Printf("rlock demo: %s, %s each, seed %d\n", plural(o.workers, "worker"), plural(o.rounds, "round"), o.seed)
 	var failed []error
 	for _, s := range demoSections {
 		fmt.Printf("\n== %s ==\n", s.title)
@@ -351,7 +352,7 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 	fmt.Fprintln(w, "summary:")
 	total := 0
 	for i, n := range s.perWorker {
-		fmt.Fprintf(w, "  worker %-2d %d acquisitions\n", i+1, n)
+		fmt.Fprintf(w, "  worker %-2d %s\n", i+1, plural(n, "acquisition"))
 		total += n
 	}
 	if s.reentries > 0 {
@@ -373,9 +374,21 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 			wakes = append(wakes, fmt.Sprintf("%d by %s", n, r))
 		}
 	}
-	fmt.Fprintf(w, "  waiters woken: %s (no polling)\n", strings.Join(wakes, ", "))
+	explain := "no polling"
+	if s.wakes[observe.WakeDelay] > 0 {
+		explain += "; delay: a retry after a split vote"
+	}
+	fmt.Fprintf(w, "  waiters woken: %s (%s)\n", strings.Join(wakes, ", "), explain)
 	for _, n := range s.notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
 	fmt.Fprintf(w, "  elapsed: %v\n", round(elapsed))
+}
+
+// plural is "1 round", "2 rounds".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -123,3 +123,23 @@ func TestDemoBadUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoGrammar: row 24 of newcomer-2's table: counts of one are
+// singular, and "by delay" says what it is.
+func TestDemoGrammar(t *testing.T) {
+	r := runRlock(t, "demo", "--workers", "1", "--rounds", "1", "--seed", "3")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr: %s\nstdout:\n%s", r.code, r.stderr, r.stdout)
+	}
+	for _, bad := range []string{"1 rounds", "1 acquisitions", "the 1 after it were"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("output has %q:\n%s", bad, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "1 round each") {
+		t.Errorf("output lacks \"1 round each\":\n%s", r.stdout)
+	}
+	if strings.Contains(r.stdout, " by delay") && !strings.Contains(r.stdout, "delay: a retry after a split vote") {
+		t.Errorf("\"by delay\" unexplained:\n%s", r.stdout)
+	}
+}
