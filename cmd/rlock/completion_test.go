@@ -47,24 +47,10 @@ func TestCompletionBash(t *testing.T) {
 		{"rlock run --name x -- ech", []string{"echo"}, nil},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
-			// COMP_WORDS as bash splits the line; the function fills
-			// COMPREPLY, printed one candidate a line.
-			words := strings.Fields(tc.line)
-			if strings.HasSuffix(tc.line, " ") {
-				words = append(words, "")
-			}
-			quoted := make([]string, len(words))
-			for i, w := range words {
-				quoted[i] = "'" + w + "'"
-			}
-			prog := "source " + script + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
-				strconv.Itoa(len(words)-1) + "\n_rlock\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
-			out, err := exec.Command(bash, "--norc", "--noprofile", "-c", prog).CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
+			cands := bashComplete(t, bash, script, "", tc.line)
+			out := strings.Join(cands, "\n")
 			got := map[string]bool{}
-			for _, c := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			for _, c := range cands {
 				got[c] = true
 			}
 			for _, w := range tc.want {
@@ -122,23 +108,7 @@ func TestCompletionBashFilesAndDuplicates(t *testing.T) {
 	}
 	complete := func(line string) []string {
 		t.Helper()
-		words := strings.Fields(line)
-		if strings.HasSuffix(line, " ") {
-			words = append(words, "")
-		}
-		quoted := make([]string, len(words))
-		for i, w := range words {
-			quoted[i] = "'" + w + "'"
-		}
-		prog := "source " + script + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
-			strconv.Itoa(len(words)-1) + "\n_rlock\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
-		cmd := exec.Command(bash, "--norc", "--noprofile", "-c", prog)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-		return strings.Split(strings.TrimSpace(string(out)), "\n")
+		return bashComplete(t, bash, script, dir, line)
 	}
 	for _, flag := range []string{"--tls-ca", "--tls-cert", "--tls-key", "--redisson-config"} {
 		for _, cmd := range []string{"run", "inspect"} {
@@ -163,4 +133,29 @@ func TestCompletionBashFilesAndDuplicates(t *testing.T) {
 	if strings.Contains(" "+flags+" ", " --n ") {
 		t.Errorf("rlock run -<TAB> spells -n as --n: %s", flags)
 	}
+}
+
+// bashComplete completes line (its last word) with the bash completion
+// script, run in dir (the test's own when empty), and returns the
+// candidates. COMP_WORDS is the line as bash splits it; the function
+// fills COMPREPLY, printed one candidate a line.
+func bashComplete(t *testing.T, bash, script, dir, line string) []string {
+	t.Helper()
+	words := strings.Fields(line)
+	if strings.HasSuffix(line, " ") {
+		words = append(words, "")
+	}
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = "'" + w + "'"
+	}
+	prog := "source " + script + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
+		strconv.Itoa(len(words)-1) + "\n_rlock\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", prog)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }

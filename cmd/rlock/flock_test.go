@@ -26,11 +26,7 @@ func TestRunFlockOptions(t *testing.T) {
 
 	t.Run("busy", func(t *testing.T) {
 		name := lockName(t)
-		h, err := c.Mutex(name).TryLock(bg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Unlock(bg)
+		hold(t, c, name)
 		for _, tc := range []struct {
 			args []string
 			code int

@@ -256,6 +256,17 @@ func newClient(t *testing.T, addr string, cfg lock.Config) *lock.Client {
 	return c
 }
 
+// hold takes the lock name with c (one attempt), released at cleanup.
+func hold(t *testing.T, c *lock.Client, name string, opts ...lock.Option) *lock.Held {
+	t.Helper()
+	h, err := c.Mutex(name).TryLock(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Unlock(context.Background()) })
+	return h
+}
+
 // lockName is a lock name unique to the test.
 func lockName(t *testing.T) string {
 	return "rlock-cli-test:" + strings.NewReplacer("/", ":", " ", "_").Replace(t.Name())

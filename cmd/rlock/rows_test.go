@@ -102,11 +102,7 @@ func TestBusyMessagesSayWhatIsKnown(t *testing.T) {
 
 	t.Run("row 5: a watch shorter than the renewal period", func(t *testing.T) {
 		name := lockName(t)
-		h, err := c.Mutex(name).TryLock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Unlock(ctx)
+		hold(t, c, name)
 		r := run(t, name, "--wait", "1.5")
 		if r.code != exitConflict || strings.Contains(r.stderr, "not renewed") || !strings.Contains(r.stderr, "too short to tell") {
 			t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
@@ -144,11 +140,7 @@ func TestBusyMessagesSayWhatIsKnown(t *testing.T) {
 			t.Errorf("a plain run on a read-write lock: exit %d; stderr: %s", r.code, r.stderr)
 		}
 		plain := lockName(t) + ":plain"
-		h, err := c.Mutex(plain).TryLock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Unlock(ctx)
+		hold(t, c, plain)
 		if r := run(t, plain, "--shared"); r.code != exitConflict || !strings.Contains(r.stderr, "without --shared") {
 			t.Errorf("--shared on a plain lock: exit %d; stderr: %s", r.code, r.stderr)
 		}
