@@ -43,7 +43,7 @@ latch), inspect names the lock it belongs to.
 
 Warnings (lines "warning:", or "warnings" in JSON) flag a lock whose key
 has no TTL (it never expires: blocking waiters wait forever), several
-holders of one lock, and a layout rlock cannot read.
+holders of one lock, and a key that is not a lock.
 
 It takes run's connection flags: --cluster, --sentinel-master with
 --sentinel, --db, TLS, and --redisson-config (its warnings with --verbose).

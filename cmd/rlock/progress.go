@@ -17,7 +17,7 @@ import (
 //
 // A waitWatch starts with the Lock call and wakes when the first attempt
 // failed (observe.Observer.Waiting for one master, a failed round for
-// several). It then reads the holders and their TTL (lookAt: HKEYS and
+// several). It then reads the holders and their TTL (lookAt: HGETALL and
 // PTTL, one round trip per master) at once and every progressInterval:
 // with --verbose it prints a line each time, and the looks let the busy
 // message say whether the holder's lease is renewed (leaseNote). It is
