@@ -206,3 +206,30 @@ func notLockError(name string, looks []look) error {
 	}
 	return fmt.Errorf("%w: %q is %s: it holds other data under this name; lock another name", lock.ErrNotLock, name, looks[0].notLock)
 }
+
+// sayMasterMoves returns base with Renew also saying on out, once per
+// change, that the master the watchdog renews on is another (a Sentinel
+// failover moved it): for --verbose with one Sentinel Client, whose
+// renewals follow the master. It must not block: it prints a line.
+func sayMasterMoves(base *observe.Observer, name string, out io.Writer) *observe.Observer {
+	var o observe.Observer
+	if base != nil {
+		o = *base
+	}
+	prev := o.Renew
+	var mu sync.Mutex
+	last := ""
+	o.Renew = func(e observe.Renew) {
+		if prev != nil {
+			prev(e)
+		}
+		mu.Lock()
+		from := last
+		last = e.Addr
+		mu.Unlock()
+		if from != "" && e.Addr != from {
+			fmt.Fprintln(out, prefixed(fmt.Sprintf("lock %q: master moved from %s to %s (a Sentinel failover); the watchdog renews it there", name, from, e.Addr)))
+		}
+	}
+	return &o
+}

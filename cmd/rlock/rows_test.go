@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
@@ -161,5 +163,47 @@ func TestVerboseSaysRunningFirst(t *testing.T) {
 	running, output := strings.Index(s, "rlock: running echo"), strings.Index(s, "the command's output")
 	if running < 0 || output < 0 || running > output {
 		t.Fatalf("the running line is not before the command's output:\n%s", s)
+	}
+}
+
+// TestVerboseSaysMasterMoved: row 25 of newcomer-2's table. During a
+// Sentinel failover under a hold, --verbose says the master moved (the
+// hold goes on, and the command runs to its end). Then inspect names the
+// new master (row 16).
+func TestVerboseSaysMasterMoved(t *testing.T) {
+	g := integration.RedisSentinel(t, integration.SentinelOptions{Password: "pw", SentinelPassword: "spw"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := rlockCmd(t, []string{envPassword + "=pw", envSentinelPassword + "=spw"}, "run", "--verbose",
+		"--sentinel-master", g.MasterSet(), "--sentinel", strings.Join(g.SentinelAddrs(), ","),
+		"--name", lockName(t), "--watchdog-timeout", "3s", "--", "sh", "-c", trapTERM)
+	out := new(lockedBuilder)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the command to start", func() bool { return strings.Contains(out.String(), "started") })
+	old, err := g.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := g.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "rlock to say the master moved", func() bool {
+		return strings.Contains(out.String(), "master moved from "+old.DirectAddr()+" to "+m.DirectAddr())
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, cmd, cmd.Wait()); code != 7 {
+		t.Fatalf("exit %d, want the command's 7 (the hold kept):\n%s", code, out)
+	}
+	// inspect names the master the sentinels gave (row 16).
+	r := runRlockEnv(t, []string{envPassword + "=pw", envSentinelPassword + "=spw"}, "inspect",
+		"--sentinel-master", g.MasterSet(), "--sentinel", strings.Join(g.SentinelAddrs(), ","), lockName(t))
+	if r.code != 0 || !strings.Contains(r.stdout, "on "+m.DirectAddr()+" (master of set "+g.MasterSet()) {
+		t.Fatalf("inspect through Sentinel: exit %d, want the master %s named; stdout: %s; stderr: %s", r.code, m.DirectAddr(), r.stdout, r.stderr)
 	}
 }

@@ -277,6 +277,9 @@ func runMain(args []string) error {
 	defer tr.flush()
 	hook := new(waitHook)
 	cfg.observer = hook.observer(tr.observer)
+	if o.verbose && len(conn.masters) == 1 && conn.masters[0].MasterSet != "" {
+		cfg.observer = sayMasterMoves(cfg.observer, o.name, errOut)
+	}
 
 	// Catch signals from the start: rlock must not die and leave the
 	// command running, or stop between acquiring and releasing.
