@@ -207,7 +207,7 @@ func demoRound(ctx context.Context, tl *timeline, st *demoStats, m *lock.Mutex, 
 		return err
 	}
 	st.enter(w, h.Fence())
-	tl.event(w, "acquired after %v wait, fence %d", round(time.Since(asked)), h.Fence())
+	tl.event(w, "acquired %v after asking, fence %d", round(time.Since(asked)), h.Fence())
 
 	// Re-entry: the same owner, carried by the held context.
 	h2, err := m.Lock(h.Context(), lock.Fenced())
@@ -366,7 +366,12 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 		if !s.increasing() {
 			verdict = "NOT strictly increasing"
 		}
-		fmt.Fprintf(w, "  fencing tokens: %d taken, %s (%d to %d)\n", len(s.fences), verdict, s.fences[0], s.fences[len(s.fences)-1])
+		lo, hi := s.fences[0], s.fences[len(s.fences)-1]
+		gaps := ""
+		if hi-lo+1 != uint64(len(s.fences)) {
+			gaps = "; numbers skipped by attempts that did not acquire (failed rounds, masters short of the quorum): only their order matters"
+		}
+		fmt.Fprintf(w, "  fencing tokens: %d taken, %s (%d to %d)%s\n", len(s.fences), verdict, lo, hi, gaps)
 	}
 	var wakes []string
 	for _, r := range []observe.WakeReason{observe.WakeMessage, observe.WakeTimeout, observe.WakeReconnect, observe.WakeDelay} {

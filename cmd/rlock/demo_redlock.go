@@ -203,7 +203,7 @@ func (w *redLockWorker) round(ctx context.Context, tl *timeline, st *demoStats, 
 		return err
 	}
 	n := st.enter(w.id, h.Fence())
-	tl.event(w.id, "acquired after %v wait, fence %d, held on %d of %d masters",
+	tl.event(w.id, "acquired %v after asking, fence %d, held on %d of %d masters",
 		round(time.Since(asked)), h.Fence(), h.Masters(), redLockMasters)
 	killer := n == k.at
 	hit := false // the killed master was one of ours
