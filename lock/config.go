@@ -4,6 +4,9 @@ import (
 	"crypto/tls"
 	"math"
 	"net"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rlock-go/rlock/observe"
@@ -54,8 +57,16 @@ const (
 // Config configures a Client. Its zero value means Redisson's defaults on
 // a local master at 127.0.0.1:6379. Config is validated by New.
 type Config struct {
-	// Addrs is the address of the ONE standalone master, host:port.
-	// Default DefaultAddr. For several independent masters, make one
+	// Addrs is the address of the ONE standalone master, host:port, or a
+	// URL as Redisson writes it: redis://[[user]:password@]host:port[/db],
+	// rediss:// for TLS (valkey:// and valkeys:// too). Default
+	// DefaultAddr. A URL's user and password win over Username and
+	// Password (over SentinelUsername and SentinelPassword with
+	// MasterSet), as Redisson's address wins over its config's password;
+	// several URLs must carry the same ones, or none. Its /db sets DB,
+	// and must agree with a DB given. rediss:// sets TLS to a
+	// tls.Config for the URL's host when TLS is nil; URLs of both schemes
+	// are ErrInvalid. For several independent masters, make one
 	// Client each and use package multilock. With Cluster, Addrs are
 	// seed nodes of one Redis Cluster: one or several. With MasterSet,
 	// they are the sentinels' addresses (required): one or several.
@@ -186,12 +197,126 @@ func (c *Config) addrs() error {
 			return invalidf("%d addresses: a Client talks to one master (or, with Cluster, one cluster; with MasterSet, the sentinels of one master set); use package multilock for several", len(c.Addrs))
 		}
 	}
-	for _, a := range c.Addrs {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return invalidf("address %q: %v", a, err)
+	return c.addrURLs()
+}
+
+// addrURLs turns the URLs among Addrs into host:port, applying their
+// credentials, database and TLS (see Addrs), and checks every address.
+func (c *Config) addrURLs() error {
+	var seen *addrURL
+	addrs := make([]string, len(c.Addrs))
+	for i, a := range c.Addrs {
+		if !strings.Contains(a, "://") {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return invalidf("address %q: want host:port or a redis:// URL: %v", a, err)
+			}
+			addrs[i] = a
+			continue
+		}
+		u, err := parseAddrURL(a)
+		if err != nil {
+			return err
+		}
+		switch {
+		case seen == nil:
+			seen = &u
+		case u.tls != seen.tls:
+			return invalidf("addresses %q and %q: some rediss:// and some redis://: one connection takes TLS or not", redactURL(seen.raw), redactURL(a))
+		case u.user != seen.user || u.password != seen.password:
+			return invalidf("addresses %q and %q carry different credentials: one Client uses one user and password", redactURL(seen.raw), redactURL(a))
+		case u.db != seen.db:
+			return invalidf("addresses %q and %q name different databases", redactURL(seen.raw), redactURL(a))
+		}
+		addrs[i] = u.hostPort
+	}
+	if seen == nil {
+		return nil
+	}
+	u := *seen
+	if u.db >= 0 {
+		if c.DB != 0 && c.DB != u.db {
+			return invalidf("address %q names database %d, but DB is %d", redactURL(u.raw), u.db, c.DB)
+		}
+		c.DB = u.db
+	}
+	if u.hasAuth {
+		if c.MasterSet != "" {
+			c.SentinelUsername, c.SentinelPassword = u.user, u.password
+		} else {
+			c.Username, c.Password = u.user, u.password
 		}
 	}
+	if u.tls && c.TLS == nil {
+		host, _, _ := net.SplitHostPort(u.hostPort)
+		c.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	c.Addrs = addrs
 	return nil
+}
+
+// addrURL is one address given as a URL.
+type addrURL struct {
+	raw            string
+	hostPort       string
+	user, password string
+	hasAuth        bool
+	db             int // -1: none given
+	tls            bool
+}
+
+// parseAddrURL reads redis://[[user]:password@]host:port[/db] (rediss://
+// for TLS; valkey:// and valkeys:// alike). A userinfo without ':' is the
+// password, as Redisson reads it.
+func parseAddrURL(a string) (addrURL, error) {
+	u, err := url.Parse(a)
+	if err != nil {
+		return addrURL{}, invalidf("address %q: not a URL: want host:port or redis://[[user]:password@]host:port[/db]", redactURL(a))
+	}
+	out := addrURL{raw: a, db: -1}
+	switch u.Scheme {
+	case "redis", "valkey":
+	case "rediss", "valkeys":
+		out.tls = true
+	default:
+		return addrURL{}, invalidf("address %q: unknown scheme %q: want host:port, redis:// or rediss://", redactURL(a), u.Scheme)
+	}
+	if u.Port() == "" || u.Hostname() == "" {
+		return addrURL{}, invalidf("address %q: want host and port, as redis://host:6379", redactURL(a))
+	}
+	out.hostPort = u.Host
+	if u.User != nil {
+		out.hasAuth = true
+		if pw, ok := u.User.Password(); ok {
+			out.user, out.password = u.User.Username(), pw
+		} else {
+			out.password = u.User.Username()
+		}
+	}
+	if p := strings.Trim(u.Path, "/"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return addrURL{}, invalidf("address %q: %q is not a database number", redactURL(a), p)
+		}
+		out.db = n
+	}
+	return out, nil
+}
+
+// redactURL hides the password of an address URL, for messages.
+func redactURL(a string) string {
+	u, err := url.Parse(a)
+	if err != nil || u.User == nil {
+		if i, j := strings.Index(a, "://"), strings.LastIndex(a, "@"); i >= 0 && j > i {
+			return a[:i+3] + "xxxxx" + a[j:]
+		}
+		return a
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	} else {
+		u.User = url.User("xxxxx")
+	}
+	return u.String()
 }
 
 // timing fills and checks the lease, the renewal and the timeouts.

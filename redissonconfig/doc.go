@@ -31,7 +31,9 @@
 // and the top level's win; credentials in an address
 // (redis://user:password@host:port) win over both. The path of an address
 // (/db) is ignored, as Redisson ignores it. Variables ${NAME} and
-// ${NAME:-default} are replaced from the environment.
+// ${NAME:-default} are replaced from the environment; a ${NAME} that is
+// not set and has no default is an error (Redisson would use the text
+// "${NAME}" itself, as a password say).
 //
 // Every other setting is listed in the warnings, with the reason it is
 // not used; none of them changes what the locks exclude. Among them:

@@ -1,7 +1,6 @@
 package redissonconfig
 
 import (
-	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -13,8 +12,9 @@ var envVar = regexp.MustCompile(`\$\{([\w.]+)(?::-(.+?))?\}`)
 
 // substitute replaces the variables of text as Redisson does, before the
 // YAML is parsed: with the environment variable's value, else the
-// default, else not at all. Redisson also reads Java system properties,
-// which a Go program has not. A variable left as it is gets a warning.
+// default. Redisson also reads Java system properties, which a Go program
+// has not, and leaves a variable it cannot resolve as it is (then sent as
+// the password, say); for rlock that is an error.
 func (l *loader) substitute(text string) string {
 	lines := strings.SplitAfter(text, "\n")
 	for i, line := range lines {
@@ -26,7 +26,8 @@ func (l *loader) substitute(text string) string {
 			if strings.Contains(m, ":-") {
 				return sub[2]
 			}
-			l.warn(i+1, "${"+sub[1]+"}", fmt.Sprintf("the environment variable %s is not set: left as it is, as Redisson leaves it", sub[1]))
+			l.fail(i+1, "${"+sub[1]+"}", "the environment variable %s is not set, and the variable gives no default (${%s:-DEFAULT}): set it. "+
+				"Redisson would use the text \"${%s}\" itself, as a password or an address", sub[1], sub[1], sub[1])
 			return m
 		})
 	}

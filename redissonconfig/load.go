@@ -22,9 +22,20 @@ type Warning struct {
 	Key string
 	// Reason says why it is not used, or what rlock does instead.
 	Reason string
+	// Differs reports a setting whose being unused (or used otherwise)
+	// makes rlock behave differently from Redisson with this config:
+	// readMode and subscriptionMode, a Java keystore, an unverified TLS
+	// certificate, the sentinels' password. The others (pool sizes,
+	// retries, threads, codecs, ...) change nothing the locks do.
+	Differs bool
 }
 
-func (w Warning) String() string { return fmt.Sprintf("line %d: %s: %s", w.Line, w.Key, w.Reason) }
+func (w Warning) String() string {
+	if w.Differs {
+		return fmt.Sprintf("line %d: %s: differs from Redisson: %s", w.Line, w.Key, w.Reason)
+	}
+	return fmt.Sprintf("line %d: %s: %s", w.Line, w.Key, w.Reason)
+}
 
 // Error is a problem that makes Load refuse the config: malformed YAML, a
 // value of the wrong type, or a value rlock refuses (with the reason).
@@ -197,6 +208,16 @@ func (l *loader) warn(line int, key, reason string) {
 	l.warnings = append(l.warnings, Warning{Line: line, Key: key, Reason: reason})
 }
 
+// warnDiffers is warn for a setting that makes rlock differ from
+// Redisson (Warning.Differs).
+func (l *loader) warnDiffers(line int, key, reason string) {
+	l.warnings = append(l.warnings, Warning{Line: line, Key: key, Reason: reason, Differs: true})
+}
+
+// differs are the settings that unused make rlock behave differently
+// from Redisson.
+var differs = map[string]bool{"readMode": true, "subscriptionMode": true, "sslTruststore": true, "sslKeystore": true}
+
 func (l *loader) fail(line int, key, format string, args ...any) {
 	l.errs = append(l.errs, &Error{Line: line, Key: key, Reason: fmt.Sprintf(format, args...)})
 }
@@ -326,6 +347,10 @@ func (l *loader) unused(s *setting) {
 	why, ok := unusedWhy[leaf]
 	if !ok {
 		why = "not used by rlock"
+	}
+	if differs[leaf] {
+		l.warnDiffers(s.line, s.key, why)
+		return
 	}
 	l.warn(s.line, s.key, why)
 }

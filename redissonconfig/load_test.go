@@ -175,12 +175,20 @@ func TestLoadEnvironment(t *testing.T) {
 	cfg, ws := load(t, `singleServerConfig:
   address: "redis://${RC_TEST_HOST}:${RC_TEST_PORT:-6390}"
   password: "${RC_TEST_PW:-unused}"
-  clientName: "${RC_TEST_UNSET}"
 `)
 	if cfg.Addrs[0] != "cache.internal:6390" || cfg.Password != "from-env" {
 		t.Fatalf("Addrs %v Password %q", cfg.Addrs, cfg.Password)
 	}
-	warned(t, ws, "${RC_TEST_UNSET}", 4, "not set")
+	if len(ws) != 0 {
+		t.Fatalf("warnings %v, want none", ws)
+	}
+	// A variable that is neither set nor given a default is an error:
+	// Redisson would send "${RC_TEST_UNSET}" as the password.
+	_, _, err := redissonconfig.Load([]byte("singleServerConfig:\n  address: 'redis://h:1'\n  password: \"${RC_TEST_UNSET}\"\n"))
+	var e *redissonconfig.Error
+	if !errors.Is(err, lock.ErrInvalid) || !errors.As(err, &e) || e.Line != 3 || !strings.Contains(err.Error(), "RC_TEST_UNSET is not set") {
+		t.Fatalf("Load with ${RC_TEST_UNSET}: %v, want ErrInvalid at line 3 saying it is not set", err)
+	}
 }
 
 // TestLoadRefused: each config is refused with ErrInvalid, the line and
@@ -210,6 +218,7 @@ func TestLoadRefused(t *testing.T) {
 		{"negative watchdog", single + "lockWatchdogTimeout: -1\n", nil, 2, "positive number of milliseconds"},
 		{"negative fair wait", single + "fairLockWaitTimeout: -5\n", nil, 2, "positive number of milliseconds"},
 		{"timeout outlasting a renewal", "singleServerConfig:\n  address: 'redis://h:1'\n  timeout: 7000\nlockWatchdogTimeout: 10000\n", nil, 3, "lower timeout below"},
+		{"timeout outlasting a renewal, rounded", "singleServerConfig:\n  address: 'redis://h:1'\n  timeout: 7000\nlockWatchdogTimeout: 10000\n", nil, 3, "every 3.333s"},
 		{"sync timeout 0", single + "slavesSyncTimeout: 0\n", nil, 2, "without bound"},
 		{"sync timeout past the lease", single + "lockWatchdogTimeout: 1000\nslavesSyncTimeout: 1000\n", nil, 3, "could expire while rlock waits"},
 		{"bad boolean", single + "checkLockSyncedSlaves: maybe\n", nil, 2, "want true or false"},
@@ -361,4 +370,41 @@ func TestLoadTLS(t *testing.T) {
 		t.Fatalf("TLS %+v without a rediss:// address", cfg.TLS)
 	}
 	warned(t, ws, "sslVerificationMode", 2, "no address is rediss://")
+}
+
+// TestWarningDiffers: row 22 of newcomer-2's table. A warning says
+// whether the setting makes rlock behave differently from Redisson
+// (Differs: readMode, subscriptionMode, a Java keystore, ...) or only
+// goes unused with no effect on the locks (pool sizes, retries).
+func TestWarningDiffers(t *testing.T) {
+	_, ws := load(t, `singleServerConfig:
+  address: "rediss://h:1"
+  connectionPoolSize: 64
+  retryAttempts: 3
+  readMode: SLAVE
+  subscriptionMode: SLAVE
+sslTruststore: "file:/x.jks"
+threads: 16
+`)
+	want := map[string]bool{
+		"singleServerConfig.connectionPoolSize": false,
+		"singleServerConfig.retryAttempts":      false,
+		"singleServerConfig.readMode":           true,
+		"singleServerConfig.subscriptionMode":   true,
+		"sslTruststore":                         true,
+		"threads":                               false,
+	}
+	for _, w := range ws {
+		d, ok := want[w.Key]
+		if !ok {
+			continue
+		}
+		delete(want, w.Key)
+		if w.Differs != d {
+			t.Errorf("%v: Differs %v, want %v", w, w.Differs, d)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("no warning for %v", want)
+	}
 }

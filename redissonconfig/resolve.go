@@ -149,7 +149,7 @@ func (l *loader) credentials(addrs []Address) {
 	}
 	l.cfg.SentinelUsername, l.cfg.SentinelPassword = orElse(urlUser, sUser), orElse(urlPass, sPass)
 	if l.cfg.SentinelPassword == "" && pass != "" {
-		l.warn(l.mode.line, l.modeKey+".sentinelPassword",
+		l.warnDiffers(l.mode.line, l.modeKey+".sentinelPassword",
 			"not set: Redisson sends the master's password to sentinels that ask for one; rlock sends sentinels only sentinelPassword (or a password in their addresses)")
 	}
 }
@@ -231,7 +231,7 @@ func (l *loader) tls(addrs []Address) {
 		return
 	}
 	if mode == verifyNone {
-		l.warn(modeAt.line, modeAt.key, "the server's certificate is not verified, as the config asks: anyone on the path can pose as Redis")
+		l.warnDiffers(modeAt.line, modeAt.key, "the server's certificate is not verified, as the config asks: anyone on the path can pose as Redis")
 	}
 	l.cfg.TLS = tlsConfig(mode)
 }
@@ -260,7 +260,7 @@ func (l *loader) timing() {
 			if d+renew >= wd {
 				l.fail(s.line, s.key, "%v: with the watchdog renewing every %v (lockWatchdogTimeout/3), a renewal could be answered after the lease of %v it extends ran out; "+
 					"rlock needs timeout + lockWatchdogTimeout/3 < lockWatchdogTimeout: lower timeout below %v or raise lockWatchdogTimeout",
-					d, renew, wd, wd-renew)
+					d, renew.Round(time.Millisecond), wd, (wd - renew).Truncate(time.Millisecond))
 			} else {
 				l.cfg.CommandTimeout = d
 			}

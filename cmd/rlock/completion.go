@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -43,6 +44,9 @@ type compFlag struct {
 	isBool bool
 	values []string // suggested values; none: free text
 }
+
+// fileFlags take a file name.
+var fileFlags = []string{"redisson-config", "tls-ca", "tls-cert", "tls-key"}
 
 // flagValues are the values suggested for some flags.
 var flagValues = map[string][]string{
@@ -101,7 +105,7 @@ _rlock() {
         for ((i = 2; i < COMP_CWORD; i++)); do
             if [[ ${COMP_WORDS[i]} == -- ]]; then
                 if (( i == COMP_CWORD - 1 )); then
-                    COMPREPLY=($(compgen -c -- "$cur"))
+                    COMPREPLY=($(compgen -c -- "$cur" | sort -u))
                 else
                     COMPREPLY=($(compgen -f -- "$cur"))
                 fi
@@ -114,7 +118,7 @@ _rlock() {
 	for _, c := range commands {
 		var flags, valued []string
 		for _, f := range compFlags(c) {
-			flags = append(flags, "--"+f.name)
+			flags = append(flags, spelled(f.name))
 			if !f.isBool {
 				valued = append(valued, "--"+f.name, "-"+f.name)
 			}
@@ -135,6 +139,11 @@ _rlock() {
 	for _, n := range names {
 		fmt.Fprintf(&b, "    --%s | -%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", n, n, strings.Join(flagValues[n], " "))
 	}
+	var files []string
+	for _, n := range fileFlags {
+		files = append(files, "--"+n, "-"+n)
+	}
+	fmt.Fprintf(&b, "    %s) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n", strings.Join(files, " | "))
 	b.WriteString(`    esac
     if [[ $valued == *" $prev "* ]]; then
         return # a flag's value: free text
@@ -191,13 +200,16 @@ _rlock() {
 		fmt.Fprintf(&b, "    %s)\n        _arguments -S \\\n", c.name)
 		for _, f := range compFlags(c) {
 			desc := zshQuote(f.usage)
+			sp := spelled(f.name)
 			switch {
 			case f.isBool:
-				fmt.Fprintf(&b, "            '--%s[%s]' \\\n", f.name, desc)
+				fmt.Fprintf(&b, "            '%s[%s]' \\\n", sp, desc)
 			case len(f.values) > 0:
-				fmt.Fprintf(&b, "            '--%s=[%s]:%s:(%s)' \\\n", f.name, desc, f.name, strings.Join(f.values, " "))
+				fmt.Fprintf(&b, "            '%s=[%s]:%s:(%s)' \\\n", sp, desc, f.name, strings.Join(f.values, " "))
+			case slices.Contains(fileFlags, f.name):
+				fmt.Fprintf(&b, "            '%s=[%s]:%s:_files' \\\n", sp, desc, f.name)
 			default:
-				fmt.Fprintf(&b, "            '--%s=[%s]:%s: ' \\\n", f.name, desc, f.name)
+				fmt.Fprintf(&b, "            '%s=[%s]:%s: ' \\\n", sp, desc, f.name)
 			}
 		}
 		if ws := argWords(c); ws != "" {

@@ -47,24 +47,10 @@ func TestCompletionBash(t *testing.T) {
 		{"rlock run --name x -- ech", []string{"echo"}, nil},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
-			// COMP_WORDS as bash splits the line; the function fills
-			// COMPREPLY, printed one candidate a line.
-			words := strings.Fields(tc.line)
-			if strings.HasSuffix(tc.line, " ") {
-				words = append(words, "")
-			}
-			quoted := make([]string, len(words))
-			for i, w := range words {
-				quoted[i] = "'" + w + "'"
-			}
-			prog := "source " + script + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
-				strconv.Itoa(len(words)-1) + "\n_rlock\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
-			out, err := exec.Command(bash, "--norc", "--noprofile", "-c", prog).CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
+			cands := bashComplete(t, bash, script, "", tc.line)
+			out := strings.Join(cands, "\n")
 			got := map[string]bool{}
-			for _, c := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			for _, c := range cands {
 				got[c] = true
 			}
 			for _, w := range tc.want {
@@ -105,4 +91,71 @@ func TestCompletionUsage(t *testing.T) {
 			t.Errorf("%q: exit %d; stderr: %s", args, r.code, r.stderr)
 		}
 	}
+}
+
+// TestCompletionBashFilesAndDuplicates: row 19 of newcomer-2's table.
+// File names after the flags that take a file; each command name once
+// after "--"; flock's short options spelled -n, not --n.
+func TestCompletionBashFilesAndDuplicates(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script := completionScript(t, "bash")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(line string) []string {
+		t.Helper()
+		return bashComplete(t, bash, script, dir, line)
+	}
+	for _, flag := range []string{"--tls-ca", "--tls-cert", "--tls-key", "--redisson-config"} {
+		for _, cmd := range []string{"run", "inspect"} {
+			if got := complete("rlock " + cmd + " " + flag + " c"); len(got) != 1 || got[0] != "ca.pem" {
+				t.Errorf("rlock %s %s c<TAB>: %q, want ca.pem", cmd, flag, got)
+			}
+		}
+	}
+	seen := map[string]int{}
+	for _, c := range complete("rlock run --name x -- ech") {
+		seen[c]++
+	}
+	if seen["echo"] != 1 {
+		t.Errorf("after --, ech<TAB> offers echo %d times, want once", seen["echo"])
+	}
+	flags := strings.Join(complete("rlock run -"), " ")
+	for _, want := range []string{"-n", "-w", "-E", "--shared"} {
+		if !strings.Contains(" "+flags+" ", " "+want+" ") {
+			t.Errorf("rlock run -<TAB> has no %s: %s", want, flags)
+		}
+	}
+	if strings.Contains(" "+flags+" ", " --n ") {
+		t.Errorf("rlock run -<TAB> spells -n as --n: %s", flags)
+	}
+}
+
+// bashComplete completes line (its last word) with the bash completion
+// script, run in dir (the test's own when empty), and returns the
+// candidates. COMP_WORDS is the line as bash splits it; the function
+// fills COMPREPLY, printed one candidate a line.
+func bashComplete(t *testing.T, bash, script, dir, line string) []string {
+	t.Helper()
+	words := strings.Fields(line)
+	if strings.HasSuffix(line, " ") {
+		words = append(words, "")
+	}
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = "'" + w + "'"
+	}
+	prog := "source " + script + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
+		strconv.Itoa(len(words)-1) + "\n_rlock\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", prog)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }

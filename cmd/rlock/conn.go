@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/rlock-go/rlock/lock"
@@ -190,11 +191,20 @@ func (c *connFlags) loadFile() (lock.Config, []redissonconfig.Warning, error) {
 	cfg, ws, err := redissonconfig.Load(data)
 	if err != nil {
 		msg := fmt.Sprintf("--redisson-config %s: %v", c.redissonConfig, err)
+		var multi interface{ Unwrap() []error }
+		if errors.As(err, &multi) && len(multi.Unwrap()) > 1 {
+			// One line per problem, in the file's order.
+			errs := multi.Unwrap()
+			msg = fmt.Sprintf("--redisson-config %s: %d problems:", c.redissonConfig, len(errs))
+			for _, e := range errs {
+				msg += "\n  " + strings.TrimPrefix(e.Error(), "rlock: redisson config: ")
+			}
+		}
 		var e *redissonconfig.Error
 		if errors.As(err, &e) && strings.Contains(e.Key, "nameMapper") {
-			msg += " (the rlock command has no name mapping: it can lock only names that are not mapped)"
+			msg += "\n  (the rlock command has no name mapping: it can lock only names that are not mapped)"
 		}
-		return lock.Config{}, ws, exitWith(exitUsage, errors.New(msg))
+		return lock.Config{}, ws, exitWith(exitUsage, &linesError{msg})
 	}
 	return cfg, ws, nil
 }
@@ -338,8 +348,19 @@ func (c *connFlags) tlsConfig(base *tls.Config, rediss bool, fileTLS *tls.Config
 }
 
 // printWarnings prints the warnings of --redisson-config on errOut.
+// The settings that make rlock differ from Redisson come first.
 func (c *connFlags) printWarnings(conn *connection) {
-	for _, w := range conn.warnings {
+	ws := slices.Clone(conn.warnings)
+	slices.SortStableFunc(ws, func(a, b redissonconfig.Warning) int {
+		switch {
+		case a.Differs == b.Differs:
+			return 0
+		case a.Differs:
+			return -1
+		}
+		return 1
+	})
+	for _, w := range ws {
 		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("--redisson-config %s: %s", c.redissonConfig, w)))
 	}
 }

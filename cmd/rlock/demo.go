@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,7 +106,7 @@ func demoMain(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
 
-	fmt.Printf("rlock demo: %d workers, %d rounds each, seed %d\n", o.workers, o.rounds, o.seed)
+	fmt.Printf("rlock demo: %s, %s each, seed %d\n", plural(o.workers, "worker"), plural(o.rounds, "round"), o.seed)
 	var failed []error
 	for _, s := range demoSections {
 		fmt.Printf("\n== %s ==\n", s.title)
@@ -207,7 +208,7 @@ func demoRound(ctx context.Context, tl *timeline, st *demoStats, m *lock.Mutex, 
 		return err
 	}
 	st.enter(w, h.Fence())
-	tl.event(w, "acquired after %v wait, fence %d", round(time.Since(asked)), h.Fence())
+	tl.event(w, "acquired %v after asking, fence %d", round(time.Since(asked)), h.Fence())
 
 	// Re-entry: the same owner, carried by the held context.
 	h2, err := m.Lock(h.Context(), lock.Fenced())
@@ -352,7 +353,7 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 	fmt.Fprintln(w, "summary:")
 	total := 0
 	for i, n := range s.perWorker {
-		fmt.Fprintf(w, "  worker %-2d %d acquisitions\n", i+1, n)
+		fmt.Fprintf(w, "  worker %-2d %s\n", i+1, plural(n, "acquisition"))
 		total += n
 	}
 	if s.reentries > 0 {
@@ -366,7 +367,12 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 		if !s.increasing() {
 			verdict = "NOT strictly increasing"
 		}
-		fmt.Fprintf(w, "  fencing tokens: %d taken, %s (%d to %d)\n", len(s.fences), verdict, s.fences[0], s.fences[len(s.fences)-1])
+		lo, hi := s.fences[0], s.fences[len(s.fences)-1]
+		gaps := ""
+		if hi-lo+1 != uint64(len(s.fences)) {
+			gaps = "; numbers skipped by attempts that did not acquire (failed rounds, masters short of the quorum): only their order matters"
+		}
+		fmt.Fprintf(w, "  fencing tokens: %d taken, %s (%d to %d)%s\n", len(s.fences), verdict, lo, hi, gaps)
 	}
 	var wakes []string
 	for _, r := range []observe.WakeReason{observe.WakeMessage, observe.WakeTimeout, observe.WakeReconnect, observe.WakeDelay} {
@@ -374,9 +380,21 @@ func (s *demoStats) print(w io.Writer, elapsed time.Duration) {
 			wakes = append(wakes, fmt.Sprintf("%d by %s", n, r))
 		}
 	}
-	fmt.Fprintf(w, "  waiters woken: %s (no polling)\n", strings.Join(wakes, ", "))
+	explain := "no polling"
+	if s.wakes[observe.WakeDelay] > 0 {
+		explain += "; delay: a retry after a split vote"
+	}
+	fmt.Fprintf(w, "  waiters woken: %s (%s)\n", strings.Join(wakes, ", "), explain)
 	for _, n := range s.notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
 	fmt.Fprintf(w, "  elapsed: %v\n", round(elapsed))
+}
+
+// plural is "1 round", "2 rounds".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

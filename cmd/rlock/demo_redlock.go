@@ -108,6 +108,9 @@ func redLockDemo(ctx context.Context, tl *timeline, o demoOptions, st *demoStats
 		after := "none came after it"
 		if len(k.after) > 0 {
 			after = fmt.Sprintf("the %d after it were held on %s masters", len(k.after), spread(k.after))
+			if len(k.after) == 1 {
+				after = fmt.Sprintf("the one after it was held on %s masters", spread(k.after))
+			}
 		}
 		st.note("master %d killed during acquisition %d of %d; %s", k.index, k.at, o.workers*o.rounds, after)
 		k.mu.Unlock()
@@ -201,7 +204,7 @@ func (w *redLockWorker) round(ctx context.Context, tl *timeline, st *demoStats, 
 		return err
 	}
 	n := st.enter(w.id, h.Fence())
-	tl.event(w.id, "acquired after %v wait, fence %d, held on %d of %d masters",
+	tl.event(w.id, "acquired %v after asking, fence %d, held on %d of %d masters",
 		round(time.Since(asked)), h.Fence(), h.Masters(), redLockMasters)
 	killer := n == k.at
 	hit := false // the killed master was one of ours

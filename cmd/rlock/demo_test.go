@@ -36,7 +36,7 @@ func TestDemo(t *testing.T) {
 		}
 		checkWorkers(t, single, 3, 2)
 		// The timeline: time since start, worker, event.
-		if !regexp.MustCompile(`(?m)^ +\+[0-9]+\.[0-9]ms  worker 1   acquired after`).MatchString(single) {
+		if !regexp.MustCompile(`(?m)^ +\+[0-9]+\.[0-9]ms  worker 1   acquired [0-9.]+[µm]?s after asking`).MatchString(single) {
 			t.Errorf("no timeline line for worker 1")
 		}
 	})
@@ -62,7 +62,7 @@ func TestDemo(t *testing.T) {
 		if loc == nil {
 			t.Fatalf("no kill in the timeline")
 		}
-		after := regexp.MustCompile(`acquired after .*, held on (\d) of 5 masters`).FindAllStringSubmatch(redlock[loc[1]:], -1)
+		after := regexp.MustCompile(`acquired .* after asking, .*held on (\d) of 5 masters`).FindAllStringSubmatch(redlock[loc[1]:], -1)
 		if len(after) != 3 {
 			t.Fatalf("%d acquisitions after the kill, want 3", len(after))
 		}
@@ -121,5 +121,51 @@ func TestDemoBadUsage(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 			}
 		})
+	}
+}
+
+// TestDemoGrammar: row 24 of newcomer-2's table: counts of one are
+// singular, and "by delay" says what it is.
+func TestDemoGrammar(t *testing.T) {
+	r := runRlock(t, "demo", "--workers", "1", "--rounds", "1", "--seed", "3")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr: %s\nstdout:\n%s", r.code, r.stderr, r.stdout)
+	}
+	for _, bad := range []string{"1 rounds", "1 acquisitions", "the 1 after it were"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("output has %q:\n%s", bad, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "1 round each") {
+		t.Errorf("output lacks \"1 round each\":\n%s", r.stdout)
+	}
+	if strings.Contains(r.stdout, " by delay") && !strings.Contains(r.stdout, "delay: a retry after a split vote") {
+		t.Errorf("\"by delay\" unexplained:\n%s", r.stdout)
+	}
+}
+
+// TestDemoExplains: row 24 of newcomer-2's table: gaps between the
+// fencing tokens are explained where they occur, and an acquisition's
+// time is the time since asking, not a wait behind anyone.
+func TestDemoExplains(t *testing.T) {
+	r := runRlock(t, "demo", "--workers", "3", "--rounds", "2", "--seed", "7")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr: %s\nstdout:\n%s", r.code, r.stderr, r.stdout)
+	}
+	if strings.Contains(r.stdout, " wait, fence ") || !strings.Contains(r.stdout, " after asking, fence ") {
+		t.Errorf("acquisitions not timed \"after asking\":\n%s", r.stdout)
+	}
+	lines := regexp.MustCompile(`fencing tokens: (\d+) taken, strictly increasing \((\d+) to (\d+)\)(.*)`).FindAllStringSubmatch(r.stdout, -1)
+	if len(lines) != 2 {
+		t.Fatalf("%d fencing token lines, want 2:\n%s", len(lines), r.stdout)
+	}
+	for _, m := range lines {
+		var n, lo, hi int
+		fmt.Sscan(m[1], &n)
+		fmt.Sscan(m[2], &lo)
+		fmt.Sscan(m[3], &hi)
+		if gaps := hi-lo+1 != n; gaps != strings.Contains(m[4], "only their order matters") {
+			t.Errorf("%q: gaps %v, explained %v", m[0], gaps, !gaps)
+		}
 	}
 }

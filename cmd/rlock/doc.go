@@ -24,10 +24,11 @@
 // it). The command's environment is rlock's without RLOCK_PASSWORD, plus
 // RLOCK_NAME, RLOCK_FENCE, the lock's fencing token (Redisson's
 // RFencedLock counter), which strictly increases with every acquisition of
-// NAME (not with --no-fence), and TRACEPARENT of rlock's hold span. SIGINT,
-// SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
-// command, except a terminal's Ctrl-C or Ctrl-\ and systemd's SIGTERM to
-// a whole unit, which reached it already. If the lock is lost while the
+// NAME (not with --no-fence), and TRACEPARENT of rlock's hold span. The
+// command runs in a process group of its own, in the terminal's
+// foreground while it runs; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+// SIGUSR2 that reach rlock are forwarded once to that group, except
+// systemd's SIGTERM to a whole unit, which reached it already. If the lock is lost while the
 // command runs, rlock prints why on stderr, sends the command SIGTERM,
 // then SIGKILL after --grace, and exits 76.
 //

@@ -2,10 +2,12 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -60,6 +62,9 @@ const (
 type exitErr struct {
 	code int
 	err  error // nil: exit silently with code
+	// synopsis: a usage mistake (a flag, an argument), after which the
+	// command's synopsis is shown; not for a set-up that failed.
+	synopsis bool
 }
 
 func (e *exitErr) Error() string {
@@ -76,8 +81,14 @@ func exitWith(code int, err error) error { return &exitErr{code: code, err: err}
 
 // usagef reports bad usage: exit 64.
 func usagef(format string, args ...any) error {
-	return exitWith(exitUsage, fmt.Errorf(format, args...))
+	return &exitErr{code: exitUsage, err: fmt.Errorf(format, args...), synopsis: true}
 }
+
+// linesError is a message of several lines, printed as they are: the
+// first after "rlock: ", the others below it.
+type linesError struct{ msg string }
+
+func (e *linesError) Error() string { return e.msg }
 
 // codeOf maps an error from package lock (or one wrapped by exitWith) to
 // an exit code. conflict is the code for ErrNotAcquired.
@@ -110,13 +121,36 @@ func codeOf(err error, conflict int) int {
 // else), a server certificate that does not verify.
 func withHint(err error) error {
 	var cv *tls.CertificateVerificationError
+	var hostErr x509.HostnameError
+	var caErr x509.UnknownAuthorityError
 	switch {
+	case errors.As(err, &hostErr):
+		return fmt.Errorf("%w: the certificate does not carry the name dialled: give the name it carries with --tls-server-name", err)
+	case errors.As(err, &caErr):
+		return fmt.Errorf("%w: give the CA that signed it with --tls-ca", err)
 	case errors.As(err, &cv):
 		return fmt.Errorf("%w: give the CA that signed it with --tls-ca, or the name it carries with --tls-server-name", err)
 	case isMoved(err):
 		return fmt.Errorf("%w: the address is a node of a Redis Cluster, and another node holds this key: add --cluster", err)
 	case errors.Is(err, lock.ErrNotLock):
 		return fmt.Errorf("%w: rlock inspect shows what the key holds", err)
+	}
+	return err
+}
+
+// connectHint adds to a failure to connect (tlsOn: with TLS) what a TLS
+// mismatch looks like: a TLS server resets a plain client, and a plain
+// server never answers a TLS handshake.
+func connectHint(err error, tlsOn bool) error {
+	var cv *tls.CertificateVerificationError
+	var re tls.RecordHeaderError
+	msg := err.Error()
+	switch {
+	case !errors.Is(err, lock.ErrUnavailable) && !isNetError(err), errors.As(err, &cv):
+	case !tlsOn && (strings.Contains(msg, "connection reset by peer") || strings.HasSuffix(msg, "EOF")):
+		return fmt.Errorf("%w: the server may expect TLS: use rediss:// or --tls", err)
+	case tlsOn && (errors.As(err, &re) || strings.Contains(msg, "deadline exceeded") || strings.Contains(msg, "first record does not look like a TLS handshake")):
+		return fmt.Errorf("%w: the server may not speak TLS: use redis:// without --tls and the --tls-* flags", err)
 	}
 	return err
 }
@@ -158,15 +192,39 @@ func report(w io.Writer, err error, conflict int) int {
 	if errors.As(err, &ee) && ee.err == nil {
 		return code
 	}
+	var le *linesError
+	if errors.As(err, &le) {
+		fmt.Fprintln(w, "rlock: "+strings.TrimPrefix(err.Error(), "rlock: "))
+		return code
+	}
 	fmt.Fprintln(w, prefixed(err.Error()))
 	return code
 }
 
+// Texts of Redis and rueidis that prefixed rewrites: a script's SHA and
+// line say nothing to a user; rueidis's HELLO explanation of NOAUTH says
+// nothing of what to do; the library's field name is a flag here.
+var (
+	scriptWhere = regexp.MustCompile(` ?script: [0-9a-f]{40}, on @user_script:[0-9]+\.`)
+	noAuth      = regexp.MustCompile(`NOAUTH (HELLO must be called[^:;]*|Authentication required\.?)`)
+	rewrites    = strings.NewReplacer("Cluster set, but ", "--cluster given, but ")
+)
+
+// libraryPrefix is where an error of package lock (or another of rlock's
+// packages) starts inside a message: at its start, or wrapped after ": ".
+var libraryPrefix = regexp.MustCompile(`(^|: )rlock: `)
+
 // prefixed renders msg as one line starting with "rlock: ": errors
-// joined by package lock span lines and repeat the prefix.
+// joined by package lock span lines and repeat the prefix. Only the
+// prefix of the errors it holds is dropped, never a "rlock: " inside
+// their text ("not supported by rlock: use ...").
 func prefixed(msg string) string {
-	const p = "rlock: "
-	msg = strings.ReplaceAll(msg, "\n", ": ")
-	msg = strings.ReplaceAll(msg, p, "")
-	return p + msg
+	msg = scriptWhere.ReplaceAllString(msg, "")
+	msg = noAuth.ReplaceAllLiteralString(msg, "NOAUTH: the server needs a password: set $"+envPassword+" (or --password)")
+	msg = rewrites.Replace(msg)
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = libraryPrefix.ReplaceAllString(l, "$1")
+	}
+	return "rlock: " + strings.Join(lines, ": ")
 }

@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -92,13 +92,41 @@ func splitField(f string) (clientID, ownerID string, ok bool) {
 }
 
 // describeHolder renders a holder field for messages: the field, then
-// "rlock on HOST, pid PID" when its client id says so.
+// "rlock on HOST, pid PID" when its client id says so, and whether that
+// process is gone when HOST is this one.
 func describeHolder(field string) string {
-	id, _, _ := splitField(field)
+	id, _, _ := splitField(strings.TrimSuffix(field, ":write"))
 	if host, pid, ok := parseClientID(id); ok {
-		return fmt.Sprintf("%s (rlock on host %s, pid %d)", field, host, pid)
+		s := fmt.Sprintf("%s (rlock on host %s, pid %d", field, host, pid)
+		if gone(host, pid) {
+			s += ", which is gone: its lock stays until its TTL runs out"
+		}
+		return s + ")"
 	}
 	return field
+}
+
+// gone reports an rlock holder on this host whose process no longer
+// exists (kill -0 answers ESRCH). A holder on another host, or one whose
+// state cannot be read, is not gone.
+func gone(host string, pid int) bool {
+	me, err := os.Hostname()
+	if err != nil || sanitizeHost(me) != host || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
+// anyGone reports whether one of the holders is a gone rlock process of
+// this host.
+func anyGone(fields []string) bool {
+	for _, f := range fields {
+		id, _, _ := splitField(strings.TrimSuffix(f, ":write"))
+		if host, pid, ok := parseClientID(id); ok && gone(host, pid) {
+			return true
+		}
+	}
+	return false
 }
 
 // look is what one read of a lock on one master saw.
@@ -106,22 +134,34 @@ type look struct {
 	addr   string
 	at     time.Time // when the reply came
 	fields []string  // holder fields, sorted; none when free
-	pttl   time.Duration
-	hasTTL bool // false: the key has no expiry (PTTL -1) or no key
-	err    error
+	// mode is a read-write lock's ("read" or "write"), "" for the other
+	// kinds; notLock says why the key is not a lock (see hashLayout).
+	mode    string
+	notLock string
+	pttl    time.Duration
+	hasTTL  bool // false: the key has no expiry (PTTL -1) or no key
+	err     error
 }
 
 // lookAt reads the holders and the remaining TTL of the lock name on rc,
 // in one round trip. It only reads.
 func lookAt(ctx context.Context, rc rueidis.Client, addr, name string) look {
 	b := rc.B()
-	res := rc.DoMulti(ctx, b.Hkeys().Key(name).Build(), b.Pttl().Key(name).Build())
+	res := rc.DoMulti(ctx, b.Hgetall().Key(name).Build(), b.Pttl().Key(name).Build())
 	l := look{addr: addr, at: time.Now()}
-	if l.fields, l.err = res[0].AsStrSlice(); l.err != nil {
+	all, err := res[0].AsStrMap()
+	if err != nil {
+		l.err = err
 		return l
 	}
-	// A read-write lock's "mode" field holds nothing.
-	l.fields = slices.DeleteFunc(l.fields, func(f string) bool { return f == "mode" })
+	if l.mode, l.notLock = hashLayout(all); l.notLock != "" {
+		return l // no holders: no lock
+	}
+	for f := range all {
+		if f != "mode" { // a read-write lock's mode holds nothing
+			l.fields = append(l.fields, f)
+		}
+	}
 	sort.Strings(l.fields)
 	ms, err := res[1].AsInt64()
 	if err != nil {
@@ -141,6 +181,13 @@ func (l look) holders() string {
 	hs := make([]string, len(l.fields))
 	for i, f := range l.fields {
 		hs[i] = describeHolder(f)
+		switch {
+		case l.mode == "":
+		case strings.HasSuffix(f, ":write"):
+			hs[i] = "writer " + hs[i]
+		default:
+			hs[i] = "reader " + hs[i]
+		}
 	}
 	return strings.Join(hs, " and ")
 }
@@ -179,15 +226,25 @@ func leaseNote(first, last look) string {
 	case !last.hasTTL:
 		return "its key has no TTL: it never expires, and stays until its holder releases it or someone deletes it (see rlock inspect)"
 	}
+	if anyGone(last.fields) {
+		return fmt.Sprintf("it expires in %v", roundDur(last.pttl))
+	}
 	span := last.at.Sub(first.at)
 	if first.err == nil && first.hasTTL && sameHolders(first, last) && span > 0 {
 		if last.pttl > first.pttl-span+renewTolerance {
 			return fmt.Sprintf("its lease is being renewed (TTL %v, up from %v %v earlier): it stays held until its holder releases it",
 				roundDur(last.pttl), roundDur(first.pttl), roundDur(span))
 		}
-		if span >= watchedEnough {
+		// A watchdog renews every third of its lease, so before the TTL
+		// seen first has lost half: a watch shorter than that cannot tell
+		// a renewed lease from a fixed one.
+		if span >= watchedEnough && span > first.pttl/2 {
 			return fmt.Sprintf("its lease was not renewed in the %v rlock watched: it expires in %v unless renewed or released",
 				roundDur(span), roundDur(last.pttl))
+		}
+		if span >= watchedEnough {
+			return fmt.Sprintf("TTL %v; no renewal seen in the %v rlock watched, too short to tell: a watchdog renews every third of its lease (10s by default), and may keep it for as long as its holder runs",
+				roundDur(last.pttl), roundDur(span))
 		}
 	}
 	return fmt.Sprintf("TTL %v, which a watchdog may keep renewing for as long as its holder runs", roundDur(last.pttl))

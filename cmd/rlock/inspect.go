@@ -35,9 +35,15 @@ lock's token when redisson_lock_token:{NAME} exists, and a fair lock's
 queue (Redisson's getFairLock: redisson_lock_queue:{NAME}) with each
 waiter's remaining timeout. It only reads.
 
+A hash whose fields are not a lock's ("HSET user:1 name bob age 3") is
+not a lock: inspect says so and exits 65, and rlock run does too. Given
+a key of a lock other than its hash (the fair lock's queue and timeouts,
+a read lock hold's rwlock_timeout key, the token counter, an unlock's
+latch), inspect names the lock it belongs to.
+
 Warnings (lines "warning:", or "warnings" in JSON) flag a lock whose key
 has no TTL (it never expires: blocking waiters wait forever), several
-holders of one lock, and a layout rlock cannot read.
+holders of one lock, and a key that is not a lock.
 
 It takes run's connection flags: --cluster, --sentinel-master with
 --sentinel, --db, TLS, and --redisson-config (its warnings with --verbose).
@@ -46,7 +52,8 @@ Exit codes:
   0     the lock was read: held or not (warnings do not change this)
   1     another error from Redis
   64    bad usage; also MOVED: a cluster node given without --cluster
-  65    the key exists but is not a lock (a string, a list, ...)
+  65    the key exists but is not a lock: a string, a list, ..., or a
+        hash whose fields are not a lock's (an application's record)
   69    Redis could not be reached
   77    Redis refused the credentials`
 
@@ -100,9 +107,20 @@ type lockInfo struct {
 	// in such a queue.
 	QueueKey  string   `json:"queue_key,omitempty"`
 	FairQueue []waiter `json:"fair_queue,omitempty"`
+	// NotLock, when set, says why the key is not a lock: another type, or
+	// a hash whose fields are not a lock's (an application's record).
+	NotLock string `json:"not_lock,omitempty"`
+	// PartOf and Role name the lock that a key other than its hash
+	// belongs to (the fair lock's queue, a read lock hold's timeout, the
+	// token counter, ...) and what part of it the key is; PartOf is empty
+	// when the key does not say the lock's name.
+	PartOf string `json:"part_of,omitempty"`
+	Role   string `json:"role,omitempty"`
+	// ServerRole is "replica" when the server asked is one (ROLE): a run
+	// on it fails with READONLY. Empty otherwise.
+	ServerRole string `json:"server_role,omitempty"`
 	// Warnings flag what is wrong with the lock: no TTL, several
-	// holders, a layout rlock cannot read, not a lock at all, a fair
-	// queue's timed-out head.
+	// holders, not a lock at all, a fair queue's timed-out head.
 	Warnings []string `json:"warnings"`
 }
 
@@ -140,6 +158,9 @@ func inspectMain(args []string) error {
 	case len(pos) > 1:
 		return usagef("inspect: one lock NAME, got %d arguments", len(pos))
 	}
+	if err := checkName("inspect", pos[0]); err != nil {
+		return err
+	}
 	conn, err := o.conn.resolve()
 	if err != nil {
 		return err
@@ -165,7 +186,7 @@ func inspectMain(args []string) error {
 		case isNetError(err):
 			code = exitUnavailable
 		}
-		return exitWith(code, withHint(err))
+		return exitWith(code, withHint(connectHint(err, conn.masters[0].TLS != nil)))
 	}
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
@@ -182,8 +203,9 @@ func inspectMain(args []string) error {
 	return nil
 }
 
-// notALock reports a key of another type than a hash.
-func notALock(info *lockInfo) bool { return info.Type != "hash" && info.Type != "none" }
+// notALock reports a key that is not a lock: another type than a hash,
+// or a hash of other fields.
+func notALock(info *lockInfo) bool { return info.NotLock != "" }
 
 // isAuthError reports Redis refusing the credentials.
 func isAuthError(err error) bool {
@@ -202,7 +224,7 @@ func warn(info *lockInfo) {
 	switch {
 	case notALock(info):
 		info.Warnings = append(info.Warnings, fmt.Sprintf(
-			"not a lock: the key is a %s; rlock run and Redisson fail on it (WRONGTYPE) until it is deleted", info.Type))
+			"not a lock: %s; it holds other data under this name: rlock run exits 65 on it, and Redisson's locks fail on it or take it for held. Lock another name", info.NotLock))
 		return
 	case !info.Locked:
 		return
@@ -210,11 +232,6 @@ func warn(info *lockInfo) {
 	if info.TTLMillis == -1 {
 		info.Warnings = append(info.Warnings,
 			"the lock has no TTL: it never expires, so if its holder is gone, blocking waiters wait forever (PEXPIRE it, or DEL it once its holder is known to be gone)")
-	}
-	if !info.Redisson {
-		info.Warnings = append(info.Warnings,
-			"a layout rlock cannot read: fields are not \"<client id>:<integer>\" with integer hold counts; rlock run and Redisson treat it as held by someone else")
-		return
 	}
 	writers := 0
 	for _, h := range info.Holders {
@@ -254,17 +271,24 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 	}
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", where, err)
+		if isAuthError(err) { // worded as run words it
+			return nil, fmt.Errorf("connect on %s: %w: %w", where, lock.ErrAuth, err)
+		}
+		return nil, fmt.Errorf("connect on %s: %w", where, err)
 	}
 	defer rc.Close()
 	if lc.Cluster && rc.Mode() != rueidis.ClientModeCluster {
 		return nil, fmt.Errorf("%w: --cluster, but %s is not a cluster node (cluster-enabled no)", lock.ErrInvalid, where)
 	}
-	addr := where
+	addr, role, err := answering(ctx, rc, lc, name, where)
+	if err != nil {
+		return nil, err
+	}
 
 	info := &lockInfo{
 		Name: name, Addr: addr, Holders: []holder{}, Warnings: []string{},
 		Channel: reentrant.ChannelName(name), TokenKey: reentrant.TokenName(name),
+		ServerRole: role,
 	}
 	rwChannel := reentrant.RWChannelName(name)
 	b := rc.B()
@@ -292,7 +316,8 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 		if err != nil {
 			return nil, fmt.Errorf("HGETALL %s on %s: %w", name, addr, err)
 		}
-		info.Locked = len(fields) > 0
+		_, info.NotLock = hashLayout(fields)
+		info.Locked = len(fields) > 0 && info.NotLock == ""
 		if mode, rw := fields["mode"]; rw {
 			// Redisson's read-write lock: its own channel.
 			info.Mode, info.Channel = mode, rwChannel
@@ -300,6 +325,15 @@ func inspect(ctx context.Context, lc lock.Config, name string) (*lockInfo, error
 			info.Holders, info.Redisson = rwHolders(fields)
 		} else {
 			info.Holders, info.Redisson = holders(fields)
+		}
+		if info.NotLock != "" {
+			// Someone's data: its fields are no holders.
+			info.Holders, info.Redisson, info.Mode = []holder{}, false, ""
+		}
+	}
+	if info.Type != "hash" && info.Type != "none" {
+		if info.PartOf, info.Role, _ = partOf(name, info.Type); info.Role == "" {
+			info.NotLock = "the key is a " + info.Type
 		}
 	}
 	if s, err := res[3].ToString(); err == nil {
@@ -432,8 +466,13 @@ func printInfo(w io.Writer, info *lockInfo) {
 		fmt.Fprintf(tw, "lock %q on %s: locked\n", info.Name, info.Addr)
 	case info.Type == "none":
 		fmt.Fprintf(tw, "lock %q on %s: not locked\n", info.Name, info.Addr)
+	case info.Role != "" && info.PartOf != "":
+		fmt.Fprintf(tw, "key %q on %s: a %s, part of lock %q: %s (rlock inspect %s shows the lock)\n",
+			info.Name, info.Addr, info.Type, info.PartOf, info.Role, shellQuote(info.PartOf))
+	case info.Role != "":
+		fmt.Fprintf(tw, "key %q on %s: a %s, part of a lock: %s\n", info.Name, info.Addr, info.Type, info.Role)
 	default:
-		fmt.Fprintf(tw, "lock %q on %s: not a lock: the key is a %s\n", info.Name, info.Addr, info.Type)
+		fmt.Fprintf(tw, "lock %q on %s: not a lock: %s\n", info.Name, info.Addr, info.NotLock)
 	}
 	if info.Locked {
 		layout := "not Redisson's RLock (fields are not \"<client id>:<integer>\" with integer counts)"
@@ -460,6 +499,9 @@ func printInfo(w io.Writer, info *lockInfo) {
 			}
 			fmt.Fprintf(tw, "    \tfield %s\n", h.Field)
 		}
+	}
+	if info.ServerRole == "replica" {
+		fmt.Fprintf(tw, "  server:\ta replica: rlock run there fails with READONLY; give the master's address (or --sentinel-master)\n")
 	}
 	printFair(tw, info)
 	fmt.Fprintf(tw, "  channel:\t%s\n", info.Channel)
@@ -493,4 +535,55 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// answering names the server that holds name's key, for inspect's
+// output: in a cluster, the master owning the key's slot (CLUSTER
+// KEYSLOT, CLUSTER SLOTS), not the seed asked; through Sentinel, the
+// master the sentinels gave; else the address asked, with role
+// "replica" when ROLE says so.
+func answering(ctx context.Context, rc rueidis.Client, lc lock.Config, name, where string) (addr, role string, err error) {
+	b := rc.B()
+	switch {
+	case lc.Cluster:
+		slot, err := rc.Do(ctx, b.ClusterKeyslot().Key(name).Build()).AsInt64()
+		if err != nil {
+			return "", "", fmt.Errorf("CLUSTER KEYSLOT on %s: %w", where, err)
+		}
+		ranges, err := rc.Do(ctx, b.ClusterSlots().Build()).ToArray()
+		if err != nil {
+			return "", "", fmt.Errorf("CLUSTER SLOTS on %s: %w", where, err)
+		}
+		for _, r := range ranges {
+			v, err := r.ToArray()
+			if err != nil || len(v) < 3 {
+				continue
+			}
+			lo, _ := v[0].AsInt64()
+			hi, _ := v[1].AsInt64()
+			if slot < lo || slot > hi {
+				continue
+			}
+			node, err := v[2].ToArray()
+			if err != nil || len(node) < 2 {
+				break
+			}
+			host, _ := node[0].ToString()
+			port, _ := node[1].AsInt64()
+			return net.JoinHostPort(host, strconv.FormatInt(port, 10)), "", nil
+		}
+		return where, "", nil // no node owns the slot: the seed asked
+	case lc.MasterSet != "":
+		for a := range rc.Nodes() {
+			return fmt.Sprintf("%s (master of set %s, via %s)", a, lc.MasterSet, strings.Join(lc.Addrs, ",")), "", nil
+		}
+		return where, "", nil
+	}
+	v, err := rc.Do(ctx, b.Role().Build()).ToArray()
+	if err == nil && len(v) > 0 {
+		if r, _ := v[0].ToString(); r == "slave" {
+			return where, "replica", nil
+		}
+	}
+	return where, "", nil // ROLE refused (an ACL): said nothing of it
 }

@@ -181,13 +181,44 @@ func (s *singleLocker) Lock(ctx context.Context, o lockOptions) error {
 	if o.forever {
 		h, err = s.m.Lock(ctx, opts...)
 	} else {
-		h, err = s.m.TryLock(ctx, append(opts, lock.Wait(o.wait))...)
+		h, err = tryRidingOut(ctx, s.m, o.wait, opts)
 	}
 	if err != nil {
 		return err
 	}
 	s.held, s.lease = h, o.lease
 	return nil
+}
+
+// tryRidingOut is TryLock waiting up to wait, which rides out an outage
+// (Redis unreachable, a replica's READONLY while a failover is under way)
+// for as long as wait lasts, as a blocking Lock does without bound: an
+// attempt answered by an outage rather than by the lock is tried again
+// after a backoff (50ms doubling to 1s) until wait ends. The last
+// attempt's error is returned: an outage still, or the lock's state.
+func tryRidingOut(ctx context.Context, m *lock.Mutex, wait time.Duration, opts []lock.Option) (*lock.Held, error) {
+	end := time.Now().Add(wait)
+	pause := 50 * time.Millisecond
+	for {
+		left := time.Until(end)
+		h, err := m.TryLock(ctx, append(opts, lock.Wait(max(left, 0)))...)
+		var ce *lock.ConflictError
+		if err == nil || !errors.Is(err, lock.ErrUnavailable) || errors.As(err, &ce) || wait <= 0 {
+			return h, err
+		}
+		left = time.Until(end)
+		if left <= 0 {
+			return h, err
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return h, err
+		}
+		pause = min(2*pause, time.Second)
+	}
 }
 
 func (s *singleLocker) Deadline() time.Time {

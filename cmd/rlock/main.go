@@ -75,7 +75,7 @@ func rlockMain(args []string) int {
 	}
 	report(w, err, exitConflict)
 	var ee *exitErr
-	if code == exitUsage && errors.As(err, &ee) && ee.err != nil {
+	if errors.As(err, &ee) && ee.synopsis {
 		syn, _, _ := strings.Cut(cmd.usage, "\n\n")
 		fmt.Fprintf(os.Stderr, "usage: %s\nRun \"rlock help %s\" for details.\n", syn, cmd.name)
 	}
@@ -117,8 +117,7 @@ func printCommandUsage(w io.Writer, c *command) {
 		fmt.Fprintln(w, "\nFlags:")
 		fs := c.flags()
 		var b bytes.Buffer
-		fs.SetOutput(&b)
-		fs.PrintDefaults()
+		printFlags(&b, fs)
 		fmt.Fprint(w, b.String())
 	}
 	if details != "" {
@@ -197,7 +196,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 		printCommandUsage(os.Stdout, lookup(name))
 		return exitWith(exitOK, nil)
 	}
-	return usagef("%v", err)
+	return usagef("%s", flagError(err))
 }
 
 // parseInterspersed parses flags that may come after positional

@@ -60,9 +60,9 @@ func TestMain(m *testing.M) {
 // of running tests: "INT" or "TERM".
 const envCountSignal = "RLOCK_TEST_COUNT_SIGNAL"
 
-// countSignals prints "started", waits for a first SIGINT or SIGTERM (as
-// sig says), gives a second one a second to come, and prints
-// "SIGINTs: N". Unlike a shell's trap, which runs once for signals that
+// countSignals prints "started", waits up to 10s for a first SIGINT or
+// SIGTERM (as sig says), gives a second one a second to come, and prints
+// "SIGINTs: N" (N is 0 when none came). Unlike a shell's trap, which runs once for signals that
 // came together, it counts every delivery the kernel makes.
 func countSignals(sig string) int {
 	s := syscall.SIGINT
@@ -71,9 +71,16 @@ func countSignals(sig string) int {
 	}
 	c := make(chan os.Signal, 16)
 	signal.Notify(c, s)
-	fmt.Println("started")
-	<-c
-	n := 1
+	fmt.Printf("started (pid %d)\n", os.Getpid())
+	n := 0
+	select {
+	case <-c:
+		n = 1
+	case <-time.After(10 * time.Second):
+		// None came: say so, rather than hang until the test's timeout.
+		fmt.Printf("SIG%ss: 0\n", sig)
+		return 0
+	}
 	t := time.After(time.Second)
 	for {
 		select {
@@ -247,6 +254,17 @@ func newClient(t *testing.T, addr string, cfg lock.Config) *lock.Client {
 		_ = c.Close(ctx)
 	})
 	return c
+}
+
+// hold takes the lock name with c (one attempt), released at cleanup.
+func hold(t *testing.T, c *lock.Client, name string, opts ...lock.Option) *lock.Held {
+	t.Helper()
+	h, err := c.Mutex(name).TryLock(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Unlock(context.Background()) })
+	return h
 }
 
 // lockName is a lock name unique to the test.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
 )
 
@@ -16,7 +17,7 @@ import (
 //
 // A waitWatch starts with the Lock call and wakes when the first attempt
 // failed (observe.Observer.Waiting for one master, a failed round for
-// several). It then reads the holders and their TTL (lookAt: HKEYS and
+// several). It then reads the holders and their TTL (lookAt: HGETALL and
 // PTTL, one round trip per master) at once and every progressInterval:
 // with --verbose it prints a line each time, and the looks let the busy
 // message say whether the holder's lease is renewed (leaseNote). It is
@@ -72,14 +73,19 @@ type waitWatch struct {
 	cancel    context.CancelFunc // ends a look in flight at stop
 	wg        sync.WaitGroup
 
+	// abort ends the wait when a look finds the key is not a lock
+	// (waiting cannot make it one); nil for several masters, whose
+	// quorum decides.
+	abort func(error)
+
 	mu    sync.Mutex
 	first []look // the first look, once taken
 }
 
 // startWatch starts watching a wait for lk's lock; stop ends it.
-func startWatch(name string, lk locker, verbose bool, out io.Writer) *waitWatch {
+func startWatch(name string, lk locker, verbose bool, out io.Writer, abort func(error)) *waitWatch {
 	w := &waitWatch{
-		name: name, lk: lk, verbose: verbose, out: out, start: time.Now(),
+		name: name, lk: lk, verbose: verbose, out: out, start: time.Now(), abort: abort,
 		started: make(chan struct{}), done: make(chan struct{}),
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -131,6 +137,10 @@ func (w *waitWatch) run() {
 	w.mu.Lock()
 	w.first = first
 	w.mu.Unlock()
+	if err := notLockError(w.name, first); err != nil && w.abort != nil {
+		w.abort(err)
+		return
+	}
 	if w.verbose {
 		fmt.Fprintln(w.out, prefixed(fmt.Sprintf("waiting for lock %q: %s", w.name, holdersLine(first, first))))
 	}
@@ -140,6 +150,10 @@ func (w *waitWatch) run() {
 		select {
 		case <-t.C:
 			now := w.look(ctx)
+			if err := notLockError(w.name, now); err != nil && w.abort != nil {
+				w.abort(err)
+				return
+			}
 			if w.verbose {
 				fmt.Fprintln(w.out, prefixed(fmt.Sprintf("still waiting for lock %q after %v: %s",
 					w.name, roundDur(time.Since(w.start)), holdersLine(first, now))))
@@ -181,4 +195,41 @@ func holdersLine(first, last []look) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// notLockError is lock.ErrNotLock, saying why, when the one look says
+// the key is not a lock; nil otherwise (and for several masters, whose
+// quorum error says what each master did).
+func notLockError(name string, looks []look) error {
+	if len(looks) != 1 || looks[0].notLock == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %q is %s: it holds other data under this name; lock another name", lock.ErrNotLock, name, looks[0].notLock)
+}
+
+// sayMasterMoves returns base with Renew also saying on out, once per
+// change, that the master the watchdog renews on is another (a Sentinel
+// failover moved it): for --verbose with one Sentinel Client, whose
+// renewals follow the master. It must not block: it prints a line.
+func sayMasterMoves(base *observe.Observer, name string, out io.Writer) *observe.Observer {
+	var o observe.Observer
+	if base != nil {
+		o = *base
+	}
+	prev := o.Renew
+	var mu sync.Mutex
+	last := ""
+	o.Renew = func(e observe.Renew) {
+		if prev != nil {
+			prev(e)
+		}
+		mu.Lock()
+		from := last
+		last = e.Addr
+		mu.Unlock()
+		if from != "" && e.Addr != from {
+			fmt.Fprintln(out, prefixed(fmt.Sprintf("lock %q: master moved from %s to %s (a Sentinel failover); the watchdog renews it there", name, from, e.Addr)))
+		}
+	}
+	return &o
 }

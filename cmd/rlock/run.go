@@ -22,7 +22,7 @@ import (
 	"github.com/rlock-go/rlock/observe"
 )
 
-const runUsage = `rlock run --name NAME [FLAGS] -- COMMAND [ARGS...]
+const runUsage = `rlock run --name NAME [FLAGS] -- COMMAND [ARGS...]   (or -c CMD, as flock)
 
 Acquires the lock NAME, runs COMMAND (without a shell) with stdin, stdout
 and stderr passed through, releases the lock when it exits, and exits with
@@ -39,6 +39,13 @@ holder is an rlock) and says whether its lease is being renewed, never a
 TTL as the time left; with --verbose it says so when the wait starts and
 every 5s, and how long acquiring took. --conflict-exit-code 0 skips
 silently unless --verbose; --quiet prints nothing of rlock's own.
+
+flock(1)'s short options mean what they mean to flock: -n (one attempt)
+and -w SECS make a busy lock exit 1 unless -E CODE gives another code,
+-s and -x (or -e) take the shared and exclusive lock (--shared,
+--exclusive), -E CODE is --conflict-exit-code, -c CMD runs sh -c CMD.
+The long options keep rlock's meanings: --wait and a busy lock's 75.
+Unlike flock, rlock makes one attempt when neither -w nor --wait is given.
 
 --addr takes host:port or Redisson's URLs, redis://[[user]:password@]host:port[/db]
 and rediss:// for TLS (prefer $RLOCK_PASSWORD to a password in a URL: ps
@@ -57,13 +64,16 @@ quorum of all the masters given is still reachable (else exit 69). The
 lock is lost, and the command stopped, once fewer than the quorum still
 hold it.
 
-SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to rlock are
-forwarded to the command, except what already reached it: a terminal's
-Ctrl-C or Ctrl-\ while rlock is in the terminal's foreground (the command
-is in rlock's process group), and systemd's SIGTERM to the whole unit when
-rlock is its main process. So one Ctrl-C is one SIGINT for the command.
---forward-all-signals forwards them anyway. While rlock waits for the
-lock, SIGINT, SIGTERM, SIGHUP and SIGQUIT end the wait (exit 128+signo).
+The command runs in a process group of its own, which gets the
+terminal's foreground while it runs (rlock takes it back after): a
+terminal's Ctrl-C or Ctrl-\ reaches the command alone, once. SIGINT,
+SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 that reach rlock (kill(1)
+at rlock's pid, or at its process group as timeout(1) and CI runners do)
+are forwarded once, to the command's process group; so every sender's
+signal reaches the command once. The exception: systemd's SIGTERM to the
+whole unit when rlock is its main process reached the command already
+and is not forwarded (--forward-all-signals forwards it anyway). While
+rlock waits for the lock, SIGINT, SIGTERM, SIGHUP and SIGQUIT end the wait (exit 128+signo).
 
 If the lock is lost while the command runs (the key was deleted, another
 holder took it, Redis was unreachable until the lease ran out, or --lease
@@ -79,8 +89,10 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT sends them over OTLP/HTTP.
 Exit codes:
   N     the command's status (128+signo if a signal killed it)
   0     also: busy with --conflict-exit-code 0
+  1     busy, with flock's -n or -w (and no -E)
   64    bad usage; also MOVED: a cluster node given without --cluster
-  65    the key under NAME is not a lock (WRONGTYPE)
+  65    the key under NAME is not a lock: another type (WRONGTYPE), or
+        a hash whose fields are not a lock's (HSET user:1 name bob)
   69    Redis unreachable, or a replica given as the master (READONLY)
         (several masters: fewer than the quorum reached)
   70    internal error
@@ -97,6 +109,9 @@ var (
 	forwarded   = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 	terminating = map[os.Signal]bool{syscall.SIGINT: true, syscall.SIGTERM: true, syscall.SIGHUP: true, syscall.SIGQUIT: true}
 )
+
+// maxSaneLease is the longest --lease given without a warning.
+const maxSaneLease = 24 * time.Hour
 
 // releaseTimeout bounds the release after the command exits.
 const releaseTimeout = 5 * time.Second
@@ -126,6 +141,10 @@ type runOptions struct {
 	shared          bool
 	exclusive       bool
 	forwardAll      bool
+	// flock(1)'s own short options: -n, -w SECS, -c CMD.
+	nonblock  bool
+	flockWait waitValue
+	command   string
 }
 
 func newRunFlags(o *runOptions) *flag.FlagSet {
@@ -133,9 +152,9 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	o.conn.register(fs, "Redis master `host:port` or redis:// URL, or several comma-separated independent masters for a RedLock (with --cluster: seed nodes of one cluster); $"+envAddr+" sets the default")
 	fs.StringVar(&o.name, "name", "", "lock `name` (required): Redisson's lock name, as is")
 	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration` (30s, 2m), seconds as flock takes them (5, 0.5), or forever (default 0: one attempt)")
-	fs.DurationVar(&o.lease, "lease", 0, "hold the lock at most this long, without renewal; the command is stopped when it runs out (default: renewed while the command runs)")
-	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 0, "lease the watchdog keeps renewing, every third of it (default 30s)")
-	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lock is lost")
+	durationVar(fs, &o.lease, "lease", 0, "hold the lock at most this `duration`, without renewal; the command is stopped when it runs out (default: renewed while the command runs)")
+	durationVar(fs, &o.watchdogTimeout, "watchdog-timeout", 0, "the lease (a `duration`) the watchdog keeps renewing, every third of it (default 30s)")
+	durationVar(fs, &o.grace, "grace", 10*time.Second, "the `duration` between SIGTERM and SIGKILL when the lock is lost")
 	fs.IntVar(&o.conflict, "conflict-exit-code", exitConflict, "exit `code` when the lock is not acquired within --wait; 0 also silences the message unless --verbose")
 	fs.BoolVar(&o.all, "all", false, "with several --addr masters, every one must grant the lock (MultiLock), not a majority (RedLock)")
 	fs.BoolVar(&o.verbose, "verbose", false, "say who holds the lock while waiting (at the start and every 5s), how long acquiring took, the command's start and end, and the settings of --redisson-config not used")
@@ -145,9 +164,48 @@ func newRunFlags(o *runOptions) *flag.FlagSet {
 	fs.BoolVar(&o.fair, "fair", false, "take Redisson's fair lock (getFairLock): waiters, Java and Go, queue in Redis and get the lock in the order they came; implies --no-fence (Redisson has no fenced fair lock). With several masters the RedLock's attempts do not queue: it polls")
 	fs.BoolVar(&o.shared, "shared", false, "take the read lock of Redisson's read-write lock NAME (getReadWriteLock(name).readLock(), flock -s): shared with other --shared runs and Redisson readers, excluded by --exclusive runs and writers; no fencing token (as --no-fence). Not the lock taken without it")
 	fs.BoolVar(&o.exclusive, "exclusive", false, "take the write lock of Redisson's read-write lock NAME (writeLock(), flock -x): excludes --shared and --exclusive runs, Redisson readers and writers; no fencing token (as --no-fence). Not the lock taken without it")
-	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward SIGINT and SIGQUIT from the terminal, and systemd's SIGTERM, although the command got them too")
+	fs.BoolVar(&o.forwardAll, "forward-all-signals", false, "forward systemd's SIGTERM to the whole unit although the command got it too (for KillMode=mixed or process)")
 	registerTrace(fs, &o.trace)
+	// flock(1)'s short options, with flock's meanings.
+	fs.BoolVar(&o.shared, "s", false, "")
+	fs.BoolVar(&o.exclusive, "x", false, "")
+	fs.BoolVar(&o.exclusive, "e", false, "")
+	fs.IntVar(&o.conflict, "E", exitConflict, "")
+	fs.BoolVar(&o.nonblock, "n", false, "flock's -n: one attempt, and a busy lock exits 1 unless -E (or --conflict-exit-code) gives another code (--wait 0 exits 75)")
+	fs.Var(&o.flockWait, "w", "flock's -w: wait up to `SECS` seconds (fractions allowed), and a lock still busy then exits 1 unless -E gives another code (--wait exits 75)")
+	fs.StringVar(&o.command, "c", "", "flock's -c: run `CMD` with sh -c, instead of a COMMAND after --")
 	return fs
+}
+
+// flockOptions applies flock(1)'s short options once fs is parsed: -n and
+// -w make a busy lock exit 1 unless -E or --conflict-exit-code is given,
+// -w sets the wait, -c makes the command sh -c CMD. It refuses what
+// contradicts itself.
+func (o *runOptions) flockOptions(fs *flag.FlagSet, argv []string) ([]string, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["n"] && (set["w"] || set["wait"]):
+		return nil, usagef("run: -n (no wait) and a wait (-w, --wait) exclude each other")
+	case set["w"] && set["wait"]:
+		return nil, usagef("run: -w and --wait both give the wait: give one")
+	case set["E"] && set["conflict-exit-code"]:
+		return nil, usagef("run: -E and --conflict-exit-code both give the busy lock's exit code: give one")
+	case set["c"] && len(argv) > 0:
+		return nil, usagef("run: -c CMD is the command: give no COMMAND after it")
+	case set["c"] && strings.TrimSpace(o.command) == "":
+		return nil, usagef("run: -c takes a command for sh -c, not an empty one")
+	}
+	if (set["n"] || set["w"]) && !set["E"] && !set["conflict-exit-code"] {
+		o.conflict = 1 // flock's exit status for a busy lock
+	}
+	if set["w"] {
+		o.wait = o.flockWait
+	}
+	if set["c"] {
+		argv = []string{"/bin/sh", "-c", o.command}
+	}
+	return argv, nil
 }
 
 // runMain is "rlock run".
@@ -157,7 +215,10 @@ func runMain(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	argv := fs.Args()
+	argv, err := o.flockOptions(fs, fs.Args())
+	if err != nil {
+		return err
+	}
 	switch {
 	case o.name == "":
 		return usagef("run: --name is required and must not be empty")
@@ -182,6 +243,9 @@ func runMain(args []string) error {
 	case o.fair && (o.spin || o.shared || o.exclusive):
 		return usagef("run: --fair takes the fair lock, --spin the spin lock, --shared and --exclusive the read-write lock: give one")
 	}
+	if err := checkName("run", o.name); err != nil {
+		return err
+	}
 	if o.shared || o.exclusive || o.fair {
 		o.noFence = true // Redisson has no fenced read-write or fair lock
 	}
@@ -203,6 +267,9 @@ func runMain(args []string) error {
 	if o.verbose {
 		o.conn.printWarnings(conn)
 	}
+	if o.lease > maxSaneLease {
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("warning: --lease %v: if rlock dies, nothing frees the lock for that long (without --lease, a watchdog keeps it only while rlock runs)", o.lease)))
+	}
 
 	// Flushed last, once signals are no longer caught: a Ctrl-C during a
 	// slow export ends rlock.
@@ -210,6 +277,9 @@ func runMain(args []string) error {
 	defer tr.flush()
 	hook := new(waitHook)
 	cfg.observer = hook.observer(tr.observer)
+	if o.verbose && len(conn.masters) == 1 && conn.masters[0].MasterSet != "" {
+		cfg.observer = sayMasterMoves(cfg.observer, o.name, errOut)
+	}
 
 	// Catch signals from the start: rlock must not die and leave the
 	// command running, or stop between acquiring and releasing.
@@ -234,6 +304,7 @@ func runMain(args []string) error {
 type runner struct {
 	o    runOptions
 	argv []string
+	pid  int // the command's, once started
 	sigc chan os.Signal
 	hook *waitHook
 	tr   *tracer
@@ -308,6 +379,7 @@ func (r *runner) connect(ctx context.Context, cfg lockerConfig) (locker, error) 
 	defer cancel()
 	lk, err := newLocker(cctx, cfg)
 	if err != nil {
+		err = connectHint(err, cfg.masters[0].TLS != nil)
 		return nil, exitWith(codeOf(err, exitSoftware), withHint(err)) // err names the address
 	}
 	return lk, nil
@@ -324,19 +396,26 @@ func (r *runner) acquire(ctx context.Context, lk locker) error {
 	}
 	var w *waitWatch
 	opts := lockOptions{wait: r.o.wait.d, forever: r.o.wait.forever, lease: r.o.lease, noFence: r.o.noFence}
+	// The watch ends the wait with lock.ErrNotLock when the key turns out
+	// not to be a lock: no wait makes it one.
+	lctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	if opts.forever || opts.wait > 0 {
-		w = startWatch(r.o.name, lk, r.o.verbose, errOut)
+		w = startWatch(r.o.name, lk, r.o.verbose, errOut, func(err error) { abort(err) })
 		r.hook.w.Store(w)
 		opts.began = w.began
 	}
 	start := time.Now()
-	err := lk.Lock(ctx, opts)
+	err := lk.Lock(lctx, opts)
 	took := time.Since(start)
 	var first []look
 	if w != nil {
 		r.hook.w.Store(nil)
 		w.stop()
 		first = w.firstLooks()
+	}
+	if cause := context.Cause(lctx); err != nil && errors.Is(cause, lock.ErrNotLock) {
+		return exitWith(exitDataErr, cause)
 	}
 	switch {
 	case err == nil:
@@ -353,11 +432,16 @@ func (r *runner) acquire(ctx context.Context, lk locker) error {
 		// by an outage (or a replica's READONLY): not "busy".
 		return exitWith(exitUnavailable, withHint(fmt.Errorf("acquiring lock %q: %w", r.o.name, err)))
 	case errors.Is(err, lock.ErrNotAcquired) && context.Cause(ctx) == nil && !r.refused(lk, err):
-		if r.o.conflict == exitOK && !r.o.verbose {
+		berr := r.busy(lk, err, first)
+		var ee *exitErr
+		switch {
+		case errors.As(berr, &ee):
+			return berr // not a lock: no conflict
+		case r.o.conflict == exitOK && !r.o.verbose:
 			// A skip that cron must not mail about.
 			return exitWith(exitOK, nil)
 		}
-		return exitWith(r.o.conflict, r.busy(lk, err, first))
+		return exitWith(r.o.conflict, berr)
 	}
 	return exitWith(codeOf(err, r.o.conflict), withHint(fmt.Errorf("acquiring lock %q: %w", r.o.name, err)))
 }
@@ -395,6 +479,9 @@ func (r *runner) busy(lk locker, err error, first []look) error {
 	if first == nil {
 		first = last
 	}
+	if err := notLockError(r.o.name, last); err != nil {
+		return exitWith(exitDataErr, err)
+	}
 	var msg string
 	var ce *lock.ConflictError
 	if _, multi := lk.(*multiLocker); !multi && errors.As(err, &ce) {
@@ -402,6 +489,14 @@ func (r *runner) busy(lk locker, err error, first []look) error {
 	} else {
 		// Several masters: the quorum error lists each master's reason.
 		msg = fmt.Sprintf("%v; %s", err, holdersLine(first, last))
+	}
+	if len(last) == 1 && len(last[0].fields) > 0 {
+		switch rw := last[0].mode != ""; {
+		case rw && !r.o.shared && !r.o.exclusive:
+			msg += "; this name is a read-write lock's: take it with --shared or --exclusive (a plain lock of the name never gets it)"
+		case !rw && (r.o.shared || r.o.exclusive):
+			msg += "; this name is a plain lock's, not a read-write lock's: take it without --shared and --exclusive"
+		}
 	}
 	switch {
 	case r.o.wait.d > 0:
@@ -447,7 +542,14 @@ func (r *runner) supervise(lk locker) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = r.childEnv(lk)
 	setDeathSignal(cmd)
+	tty := foregroundTerminal()
+	ownGroup(cmd, tty)
+	if r.o.verbose {
+		// Said before the command starts, so before anything it prints.
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("running %s while holding lock %q", r.argv[0], r.o.name)))
+	}
 	if err := cmd.Start(); err != nil {
+		tty.restore()
 		code := exitCannotExec
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = exitNotFound
@@ -459,9 +561,8 @@ func (r *runner) supervise(lk locker) error {
 		}
 		return exitWith(code, err)
 	}
-	if r.o.verbose {
-		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("running %s (pid %d) while holding lock %q", r.argv[0], cmd.Process.Pid, r.o.name)))
-	}
+	tty.background(cmd.Process.Pid)
+	r.pid = cmd.Process.Pid
 
 	// The only other goroutine: it ends when the command exits, and the
 	// loop below always receives its result before returning.
@@ -483,7 +584,7 @@ func (r *runner) supervise(lk locker) error {
 		select {
 		case s := <-r.sigc:
 			if !r.o.forwardAll && alreadyDelivered(s, cmd.Process.Pid) {
-				// The terminal or systemd sent it to the command too.
+				// systemd sent it to the command too.
 				if r.o.verbose {
 					fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s reached %s too: not forwarded", signalName(s), r.argv[0])))
 				}
@@ -492,10 +593,12 @@ func (r *runner) supervise(lk locker) error {
 			if r.o.verbose {
 				fmt.Fprintln(errOut, prefixed(fmt.Sprintf("forwarding %s to %s", signalName(s), r.argv[0])))
 			}
-			// Fails only when the command has exited; waitc then reports it.
-			_ = cmd.Process.Signal(s)
+			// Fails only when the command's group is gone; waitc then
+			// reports its exit.
+			_ = forward(cmd.Process.Pid, s)
 			continue
 		case werr := <-waitc:
+			tty.restore()
 			return r.finish(lk, werr, lost)
 		case <-kill:
 			kill = nil
@@ -552,7 +655,7 @@ func (r *runner) finish(lk locker, werr, lost error) error {
 		return exitWith(exitLost, fmt.Errorf("%w (found at release; %s exited with status %d)", err, r.argv[0], status))
 	}
 	if r.o.verbose {
-		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s exited with status %d; released lock %q", r.argv[0], status, r.o.name)))
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("%s (pid %d) exited with status %d; released lock %q", r.argv[0], r.pid, status, r.o.name)))
 	}
 	if status == exitOK {
 		return nil

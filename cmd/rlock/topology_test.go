@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,14 @@ func TestCluster(t *testing.T) {
 	}
 	if !info.Locked || len(info.Holders) != 1 || info.Holders[0].ClientID != c.ID() {
 		t.Fatalf("inspect --cluster: %+v, want held by %s", info, c.ID())
+	}
+	// It names the node that holds the key, not the seed asked (row 16).
+	var nodes []string
+	for _, n := range cl.Nodes() {
+		nodes = append(nodes, n.Addr(), n.DirectAddr())
+	}
+	if info.Addr == seed || !slices.Contains(nodes, info.Addr) {
+		t.Fatalf("inspect --cluster names %q; want the node owning the key's slot (not the seed %s), one of %v", info.Addr, seed, nodes)
 	}
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -144,6 +153,17 @@ func TestReplicaGivenAsTheMaster(t *testing.T) {
 	r := runRlock(t, "run", "--addr", replica.Addr(), "--name", name, "--wait", "0", "--", "true")
 	if r.code != exitUnavailable || !strings.Contains(r.stderr, "READONLY") || !strings.Contains(r.stderr, "replica") {
 		t.Fatalf("exit %d, want %d naming the replica; stderr: %s", r.code, exitUnavailable, r.stderr)
+	}
+	// inspect says the server is a replica (row 16).
+	if r := runRlock(t, "inspect", "--addr", replica.Addr(), name); r.code != 0 || !strings.Contains(r.stdout, "a replica") {
+		t.Fatalf("inspect of a replica: exit %d; stdout: %s; stderr: %s", r.code, r.stdout, r.stderr)
+	}
+	// --wait D rides the READONLY out for D (a failover under way ends
+	// within it), as --wait forever does for 10s or the lease; then 69.
+	start := time.Now()
+	r = runRlock(t, "run", "--addr", replica.Addr(), "--name", name, "--wait", "2", "--", "true")
+	if d := time.Since(start); r.code != exitUnavailable || d < 2*time.Second || !strings.Contains(r.stderr, "replica") {
+		t.Fatalf("--wait 2: exit %d after %v, want %d after riding READONLY out for 2s; stderr: %s", r.code, d, exitUnavailable, r.stderr)
 	}
 	c := newClient(t, master.Addr(), lock.Config{})
 	rc := c.Redis()

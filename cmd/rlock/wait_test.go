@@ -146,14 +146,15 @@ func TestRunBusyMessage(t *testing.T) {
 		}
 	})
 	t.Run("lease not renewed", func(t *testing.T) {
-		// A lock with a lease of its own, not renewed.
+		// A lock with a lease of its own, not renewed, watched for more
+		// than half its TTL: longer than a watchdog's period could be.
 		other := lockName(t)
-		ho, err := c.Mutex(other).TryLock(context.Background(), lock.Lease(time.Minute))
+		ho, err := c.Mutex(other).TryLock(context.Background(), lock.Lease(3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ho.Unlock(context.Background())
-		r := runRlock(t, "run", "--addr", srv.Addr(), "--name", other, "--wait", "1.2", "--", "true")
+		r := runRlock(t, "run", "--addr", srv.Addr(), "--name", other, "--wait", "2", "--", "true")
 		if r.code != exitConflict || !strings.Contains(r.stderr, "was not renewed in the") || !strings.Contains(r.stderr, "unless renewed or released") {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}
@@ -204,8 +205,9 @@ func TestRunVerbose(t *testing.T) {
 		"its lease is being renewed",
 		`rlock: acquired lock "` + name + `" after 5`,
 		"(fencing token ",
-		"rlock: running echo (pid ",
-		"echo exited with status 0",
+		"rlock: running echo while holding lock",
+		"echo (pid ",
+		") exited with status 0",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
