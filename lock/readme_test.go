@@ -19,6 +19,13 @@ var updateReadme = flag.Bool("update-readme", false, "rewrite README.md's Go blo
 // <!-- Example: lock.Example --> on the line before the block.
 var marker = regexp.MustCompile(`^<!-- Example: (\w+)\.(\w+) -->$`)
 
+// readmeLiterals turns what only a test has (the test server's address)
+// into what a reader pastes: the README's blocks compile as they stand.
+var readmeLiterals = strings.NewReplacer(
+	`exampleAddr() // your Redis master, such as "127.0.0.1:6379"`, `"127.0.0.1:6379" // your Redis master`,
+	"exampleAddr()", `"127.0.0.1:6379"`,
+)
+
 // exampleBody returns the body of the Example fn in package dir's
 // example_test.go, dedented one tab, without its Output comment.
 func exampleBody(t *testing.T, dir, fn string) string {
@@ -46,7 +53,7 @@ func exampleBody(t *testing.T, dir, fn string) string {
 			}
 			out = append(out, strings.TrimPrefix(line, "\t"))
 		}
-		return strings.TrimRight(strings.Join(out, "\n"), "\n") + "\n"
+		return readmeLiterals.Replace(strings.TrimRight(strings.Join(out, "\n"), "\n") + "\n")
 	}
 	t.Fatalf("%s: no func %s", path, fn)
 	return ""
