@@ -148,7 +148,7 @@ func exporterFromEnv(ctx context.Context, c setupConfig) (sdktrace.SpanExporter,
 		}
 	}
 	if c.otlp == nil {
-		return nil, fmt.Errorf("%w (%s): pass tracing.WithOTLP(otlphttp.New)", ErrNoOTLP, why)
+		return nil, fmt.Errorf("%w (%s)", ErrNoOTLP, why)
 	}
 	exp, err := c.otlp(ctx)
 	if err != nil {
