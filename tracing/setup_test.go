@@ -164,23 +164,32 @@ func TestSetupFromEnvNone(t *testing.T) {
 		{"UnknownExporter", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			otelEnv(t)
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			before := otel.GetTracerProvider()
-			shutdown, err := tracing.SetupFromEnv(context.Background(), tracing.WithOTLP(otlphttp.New))
+			err := setupNothing(t, tc.env, tracing.WithOTLP(otlphttp.New))
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err %v, want one naming %q", err, tc.wantErr)
 			}
-			if shutdown == nil || shutdown(context.Background()) != nil {
-				t.Error("shutdown is nil or fails")
-			}
-			if otel.GetTracerProvider() != before {
-				t.Error("a TracerProvider was installed")
-			}
 		})
 	}
+}
+
+// setupNothing runs SetupFromEnv with opt in the environment env, checks
+// that it installed no TracerProvider and that its shutdown works, and
+// returns its error.
+func setupNothing(t *testing.T, env map[string]string, opt tracing.SetupOption) error {
+	t.Helper()
+	otelEnv(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	before := otel.GetTracerProvider()
+	shutdown, err := tracing.SetupFromEnv(context.Background(), opt)
+	if shutdown == nil || shutdown(context.Background()) != nil {
+		t.Error("shutdown is nil or fails")
+	}
+	if otel.GetTracerProvider() != before {
+		t.Error("a TracerProvider was installed")
+	}
+	return err
 }
 
 // TestSetupFromEnvNoOTLP: without WithOTLP, an environment that asks for
@@ -198,23 +207,12 @@ func TestSetupFromEnvNoOTLP(t *testing.T) {
 		{"NotAsked", map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			otelEnv(t)
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			before := otel.GetTracerProvider()
-			shutdown, err := tracing.SetupFromEnv(context.Background(), nil)
+			err := setupNothing(t, tc.env, nil)
 			switch {
 			case tc.why == "" && err != nil:
 				t.Fatalf("err %v, want nil", err)
 			case tc.why != "" && (!errors.Is(err, tracing.ErrNoOTLP) || !strings.Contains(err.Error(), tc.why)):
 				t.Fatalf("err %v, want ErrNoOTLP naming %q", err, tc.why)
-			}
-			if shutdown == nil || shutdown(context.Background()) != nil {
-				t.Error("shutdown is nil or fails")
-			}
-			if otel.GetTracerProvider() != before {
-				t.Error("a TracerProvider was installed")
 			}
 		})
 	}
