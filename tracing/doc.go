@@ -51,5 +51,8 @@
 //
 // SetupFromEnv installs an SDK TracerProvider exporting to stdout or over
 // OTLP/HTTP as the OTEL_* environment says, for command-line programs.
-// See docs/observability.md.
+// OTLP comes with the option WithOTLP(otlphttp.New), from package
+// tracing/otlphttp: the OTLP exporter links gRPC and grpc-gateway, which
+// a program importing only this package does not. See
+// docs/observability.md.
 package tracing

@@ -3,7 +3,7 @@ module github.com/rlock-go/rlock/tracing
 go 1.26.0
 
 require (
-	github.com/rlock-go/rlock v0.0.0-00010101000000-000000000000
+	github.com/rlock-go/rlock v0.0.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0
@@ -35,8 +35,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.83.2 // indirect
 )
-
-// Development in this repository, without go.work too. Replace
-// directives apply only to the main module: a consumer gets the
-// versions required above.
-replace github.com/rlock-go/rlock => ..

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,10 +10,16 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+var (
+	// ErrNoOTLP is returned by SetupFromEnv when the environment asks for
+	// OTLP export and no WithOTLP option gives an exporter: the program
+	// was built without one (the rlock CLI without -tags otlp).
+	ErrNoOTLP = errors.New("rlock: the environment asks for OTLP export, but this program has no OTLP exporter")
 )
 
 // SetupOption configures SetupFromEnv.
@@ -21,6 +28,20 @@ type SetupOption func(*setupConfig)
 type setupConfig struct {
 	stdout      io.Writer
 	serviceName string
+	otlp        func(context.Context) (sdktrace.SpanExporter, error)
+}
+
+// WithOTLP gives SetupFromEnv the exporter to build when the environment
+// asks for OTLP; package tracing/otlphttp's New is OTLP over HTTP:
+//
+//	shutdown, err := tracing.SetupFromEnv(ctx, tracing.WithOTLP(otlphttp.New))
+//
+// It is an option rather than built in because the OTLP exporter links
+// gRPC, grpc-gateway and protobuf into the program (through the OTLP
+// protocol's generated package), while a program that only uses New, or
+// exports to stdout, needs none of them.
+func WithOTLP(newExporter func(context.Context) (sdktrace.SpanExporter, error)) SetupOption {
+	return func(c *setupConfig) { c.otlp = newExporter }
 }
 
 // WithStdout makes SetupFromEnv export spans to w, one JSON object per
@@ -56,6 +77,10 @@ func nopShutdown(context.Context) error { return nil }
 //     OTEL_EXPORTER_OTLP_ENDPOINT (/v1/traces is appended) is set, and
 //     none when neither is.
 //
+// OTLP needs WithOTLP(otlphttp.New) (package tracing/otlphttp): without
+// it, an environment that asks for OTLP is an error wrapping ErrNoOTLP,
+// and nothing is installed.
+//
 // With no exporter, nothing is installed and shutdown does nothing. The
 // OTLP exporter reads the rest of its OTEL_EXPORTER_OTLP_* variables
 // itself (headers, certificates, compression, timeout, protocol
@@ -66,6 +91,8 @@ func nopShutdown(context.Context) error { return nil }
 func SetupFromEnv(ctx context.Context, opts ...SetupOption) (shutdown func(context.Context) error, err error) {
 	var c setupConfig
 	for _, opt := range opts {
+		// nil is no option: a program can pass a WithOTLP that only some
+		// of its builds have.
 		if opt != nil {
 			opt(&c)
 		}
@@ -91,14 +118,22 @@ func exporterFromEnv(ctx context.Context, c setupConfig) (sdktrace.SpanExporter,
 	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
 		return nil, nil
 	}
+	var why string // what asks for OTLP
 	switch v := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))); v {
 	case "none":
 		return nil, nil
 	case "console":
 		return stdouttrace.New(stdouttrace.WithWriter(os.Stdout))
 	case "otlp":
+		why = "OTEL_TRACES_EXPORTER=otlp"
 	case "":
-		if os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+		for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+			if os.Getenv(k) != "" {
+				why = k + " is set"
+				break
+			}
+		}
+		if why == "" {
 			return nil, nil
 		}
 	default:
@@ -112,7 +147,10 @@ func exporterFromEnv(ctx context.Context, c setupConfig) (sdktrace.SpanExporter,
 			break // the traces variable wins
 		}
 	}
-	exp, err := otlptracehttp.New(ctx)
+	if c.otlp == nil {
+		return nil, fmt.Errorf("%w (%s)", ErrNoOTLP, why)
+	}
+	exp, err := c.otlp(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rlock: OTLP trace exporter: %w", err)
 	}

@@ -3,9 +3,11 @@ package tracing_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/tracing"
+	"github.com/rlock-go/rlock/tracing/otlphttp"
 )
 
 // otelEnv clears the variables SetupFromEnv reads, for the test, and
@@ -103,7 +106,7 @@ func TestSetupFromEnvOTLP(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			shutdown, err := tracing.SetupFromEnv(ctx, tracing.WithServiceName("rlock-test"))
+			shutdown, err := tracing.SetupFromEnv(ctx, tracing.WithServiceName("rlock-test"), tracing.WithOTLP(otlphttp.New))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,21 +164,80 @@ func TestSetupFromEnvNone(t *testing.T) {
 		{"UnknownExporter", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			otelEnv(t)
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			before := otel.GetTracerProvider()
-			shutdown, err := tracing.SetupFromEnv(context.Background())
+			err := setupNothing(t, tc.env, tracing.WithOTLP(otlphttp.New))
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err %v, want one naming %q", err, tc.wantErr)
 			}
-			if shutdown == nil || shutdown(context.Background()) != nil {
-				t.Error("shutdown is nil or fails")
-			}
-			if otel.GetTracerProvider() != before {
-				t.Error("a TracerProvider was installed")
+		})
+	}
+}
+
+// setupNothing runs SetupFromEnv with opt in the environment env, checks
+// that it installed no TracerProvider and that its shutdown works, and
+// returns its error.
+func setupNothing(t *testing.T, env map[string]string, opt tracing.SetupOption) error {
+	t.Helper()
+	otelEnv(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	before := otel.GetTracerProvider()
+	shutdown, err := tracing.SetupFromEnv(context.Background(), opt)
+	if shutdown == nil || shutdown(context.Background()) != nil {
+		t.Error("shutdown is nil or fails")
+	}
+	if otel.GetTracerProvider() != before {
+		t.Error("a TracerProvider was installed")
+	}
+	return err
+}
+
+// TestSetupFromEnvNoOTLP: without WithOTLP, an environment that asks for
+// OTLP is ErrNoOTLP naming what asked, and nothing is installed; one
+// that does not ask still works.
+func TestSetupFromEnvNoOTLP(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		why  string // "": no error
+	}{
+		{"Endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, "OTEL_EXPORTER_OTLP_ENDPOINT is set"},
+		{"TracesEndpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set"},
+		{"Exporter", map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "OTEL_TRACES_EXPORTER=otlp"},
+		{"NotAsked", map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := setupNothing(t, tc.env, nil)
+			switch {
+			case tc.why == "" && err != nil:
+				t.Fatalf("err %v, want nil", err)
+			case tc.why != "" && (!errors.Is(err, tracing.ErrNoOTLP) || !strings.Contains(err.Error(), tc.why)):
+				t.Fatalf("err %v, want ErrNoOTLP naming %q", err, tc.why)
 			}
 		})
+	}
+}
+
+// TestNoGRPC: a program importing package tracing links neither gRPC nor
+// grpc-gateway (they come with the OTLP exporter, in tracing/otlphttp),
+// and one importing tracing/otlphttp does: the test would notice if the
+// split stopped mattering.
+func TestNoGRPC(t *testing.T) {
+	heavy := []string{"google.golang.org/grpc", "github.com/grpc-ecosystem/grpc-gateway"}
+	deps := func(pkg string) string {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		return string(out)
+	}
+	got := deps("github.com/rlock-go/rlock/tracing")
+	for _, h := range heavy {
+		if strings.Contains(got, h+"/") || strings.Contains(got, h+"\n") {
+			t.Errorf("package tracing imports %s", h)
+		}
+	}
+	if got := deps("github.com/rlock-go/rlock/tracing/otlphttp"); !strings.Contains(got, heavy[0]) {
+		t.Errorf("tracing/otlphttp no longer imports %s: the split may go", heavy[0])
 	}
 }

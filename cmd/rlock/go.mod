@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/rueidis v1.0.79
-	github.com/rlock-go/rlock v0.0.0-00010101000000-000000000000
-	github.com/rlock-go/rlock/tracing v0.0.0-00010101000000-000000000000
+	github.com/rlock-go/rlock v0.0.0
+	github.com/rlock-go/rlock/tracing v0.0.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.uber.org/goleak v1.3.0
@@ -38,10 +38,3 @@ require (
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-// Development in this repository, without go.work too. Replace
-// directives apply only to the main module: a consumer gets the
-// versions required above.
-replace github.com/rlock-go/rlock => ../..
-
-replace github.com/rlock-go/rlock/tracing => ../../tracing

@@ -7,15 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 )
-
-// version is set at link time: go build -ldflags "-X main.version=v1.2.3".
-// Without it, the module version from the build info is shown.
-var version = ""
 
 // command is one subcommand of rlock.
 type command struct {
@@ -37,7 +31,7 @@ func init() {
 		{name: "demo", summary: "watch workers contend for a lock on an embedded Redis", usage: demoUsage, run: demoMain, flags: func() *flag.FlagSet { return newDemoFlags(new(demoOptions)) }},
 		{name: "completion", summary: "print a bash or zsh completion script", usage: completionUsage, run: completionMain},
 		{name: "help", summary: "show help for rlock or one command", usage: "rlock help [COMMAND]", run: helpMain},
-		{name: "version", summary: "print rlock's version", usage: "rlock version", run: versionMain},
+		{name: "version", summary: "print the versions of rlock, its library, rueidis and Go", usage: versionUsage, run: versionMain},
 	}
 }
 
@@ -143,36 +137,6 @@ func helpMain(args []string) error {
 		return nil
 	}
 	return usagef("help takes at most one command")
-}
-
-func versionMain(args []string) error {
-	if len(args) > 0 {
-		return usagef("version takes no arguments")
-	}
-	fmt.Printf("rlock %s (%s, %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return nil
-}
-
-// versionString is the -X main.version value, else the module version and
-// VCS revision from the build info, else "devel".
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	v := bi.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "devel"
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	return v
 }
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting or

@@ -25,6 +25,24 @@ import (
 // the race detector when the tests run with it).
 var rlockBin string
 
+// binDir holds the binaries the tests build.
+var binDir string
+
+// otlpBin returns rlock built with -tags otlp (the OTLP/HTTP exporter),
+// built once, by the first test that asks.
+var otlpBin = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "rlock-otlp")
+	args := []string{"build", "-tags", "otlp", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build -tags otlp: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
 // runTimeout bounds every rlock the tests start: a hang fails the test
 // instead of the whole run.
 const runTimeout = 60 * time.Second
@@ -38,6 +56,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	binDir = dir
 	rlockBin = filepath.Join(dir, "rlock")
 	args := []string{"build", "-o", rlockBin}
 	if raceEnabled {
@@ -117,9 +136,15 @@ type result struct {
 // of RLOCK_* variables (plus env), bounded by runTimeout.
 func rlockCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
+	return binCmd(t, rlockBin, env, args...)
+}
+
+// binCmd is rlockCmd for the rlock binary bin.
+func binCmd(t *testing.T, bin string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, rlockBin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "RLOCK_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -147,7 +172,13 @@ func runRlock(t *testing.T, args ...string) result {
 
 func runRlockEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	cmd := rlockCmd(t, env, args...)
+	return runBinEnv(t, rlockBin, env, args...)
+}
+
+// runBinEnv is runRlockEnv for the rlock binary bin.
+func runBinEnv(t *testing.T, bin string, env []string, args ...string) result {
+	t.Helper()
+	cmd := binCmd(t, bin, env, args...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -329,6 +360,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{"run -h", []string{"run", "-h"}, exitOK, "Exit codes:", ""},
 		{"help unknown", []string{"help", "nope"}, exitUsage, "", `rlock: help: unknown command "nope"`},
 		{"version", []string{"version"}, exitOK, "rlock ", ""},
+		{"--help names version", []string{"--help"}, exitOK, "  version ", ""},
 		{"version extra", []string{"version", "x"}, exitUsage, "", "rlock: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -25,7 +26,8 @@ import (
 // before they connect: --trace stdout exports the spans as JSON on
 // stdout; without the flag the OTEL_* environment decides (OTLP over
 // HTTP when OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, nothing otherwise). Every
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, in a build with -tags otlp;
+// see otlp_off.go; nothing otherwise). Every
 // lock.Client gets tracing.New() as its Observer, and the command opens
 // one span of its own ("rlock run", "rlock demo ...") so that the spans of
 // every master land in one trace. The provider is flushed and stopped
@@ -43,7 +45,7 @@ const traceScope = "github.com/rlock-go/rlock/cmd/rlock"
 
 // registerTrace adds --trace to fs.
 func registerTrace(fs *flag.FlagSet, v *string) {
-	fs.StringVar(v, "trace", "", "`stdout`: print the spans on stdout, one JSON object per span (default: export over OTLP/HTTP when $OTEL_EXPORTER_OTLP_ENDPOINT or $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set)")
+	fs.StringVar(v, "trace", "", "`stdout`: print the spans on stdout, one JSON object per span (default: export over OTLP/HTTP when $OTEL_EXPORTER_OTLP_ENDPOINT or $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, in an rlock built with -tags otlp)")
 }
 
 // checkTrace rejects a --trace value other than stdout.
@@ -71,9 +73,12 @@ func startTracing(mode string) *tracer {
 	if mode == traceStdout {
 		opts = append(opts, tracing.WithStdout(os.Stdout))
 	}
-	opts = append(opts, tracing.WithServiceName("rlock"))
+	opts = append(opts, tracing.WithServiceName("rlock"), otlpOption)
 	shutdown, err := tracing.SetupFromEnv(context.Background(), opts...)
-	if err != nil {
+	switch {
+	case errors.Is(err, tracing.ErrNoOTLP):
+		fmt.Fprintln(errOut, prefixed("tracing disabled: "+err.Error()+": this rlock is built without OTLP export; build it with -tags otlp, or use --trace stdout"))
+	case err != nil:
 		fmt.Fprintln(errOut, prefixed("tracing disabled: "+err.Error()))
 	}
 	// tracing.New and the tracer take the global providers: the SDK's if

@@ -131,6 +131,10 @@ func (c *collector) received() []string {
 
 func TestRunTraceOTLP(t *testing.T) {
 	srv := newServer(t, integration.Options{})
+	bin, err := otlpBin()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  func(url string) []string
@@ -145,7 +149,7 @@ func TestRunTraceOTLP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			col := newCollector(t)
-			r := runRlockEnv(t, tc.env(col.srv.URL), "run", "--addr", srv.Addr(), "--name", lockName(t), "--", "echo", "ran")
+			r := runBinEnv(t, bin, tc.env(col.srv.URL), "run", "--addr", srv.Addr(), "--name", lockName(t), "--", "echo", "ran")
 			if r.code != 0 || r.stdout != "ran\n" || r.stderr != "" {
 				t.Fatalf("exit %d, stdout %q; stderr: %s", r.code, r.stdout, r.stderr)
 			}
@@ -156,6 +160,20 @@ func TestRunTraceOTLP(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("default build", func(t *testing.T) {
+		// The default build has no OTLP exporter: rlock says so, sends
+		// nothing and runs the command.
+		col := newCollector(t)
+		r := runRlockEnv(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + col.srv.URL}, "run", "--addr", srv.Addr(), "--name", lockName(t), "--", "echo", "ran")
+		want := "rlock: tracing disabled: the environment asks for OTLP export, but this program has no OTLP exporter (OTEL_EXPORTER_OTLP_ENDPOINT is set): this rlock is built without OTLP export; build it with -tags otlp, or use --trace stdout\n"
+		if r.code != 0 || r.stdout != "ran\n" || r.stderr != want {
+			t.Fatalf("exit %d, stdout %q; stderr %q, want %q", r.code, r.stdout, r.stderr, want)
+		}
+		if got := col.received(); len(got) != 0 {
+			t.Fatalf("the collector received %q", got)
+		}
+	})
 
 	t.Run("bad environment", func(t *testing.T) {
 		// Tracing is set up wrong: rlock says so and runs the command.

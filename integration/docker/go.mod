@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
-	github.com/rlock-go/rlock v0.0.0-00010101000000-000000000000
+	github.com/rlock-go/rlock v0.0.0
 	github.com/testcontainers/testcontainers-go v0.45.0
 	go.uber.org/goleak v1.3.0
 )
@@ -62,8 +62,3 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
-
-// Development in this repository, without go.work too. Replace
-// directives apply only to the main module: a consumer gets the
-// versions required above.
-replace github.com/rlock-go/rlock => ../..
