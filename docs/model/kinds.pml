@@ -114,7 +114,7 @@ inline acquire(kind, f, known, rc, r, n) {
         :: else -> skip;
            if
            :: cnt[f] == known + 1 -> r = ACQ                /* this request ran */
-           :: cnt[f] < known -> r = FEWER
+           :: cnt[f] < known -> r = FEWER   /* never reached: no expiry, and no hold taken from under a ledger */
            :: cnt[f] >= known && cnt[f] != known + 1 && (cnt[f] > 0 || !exists) ->
               if :: !exists -> layout = PLAIN :: else -> skip fi;
               cnt[f]++; r = ACQ
@@ -129,7 +129,7 @@ inline acquire(kind, f, known, rc, r, n) {
         :: else -> skip;
            if
            :: cnt[f] == known + 1 -> r = ACQ
-           :: cnt[f] < known -> r = FEWER
+           :: cnt[f] < known -> r = FEWER   /* never reached: as above */
            :: cnt[f] >= known && cnt[f] != known + 1 ->
               if :: !exists -> layout = READ :: else -> skip fi;
               if
@@ -194,7 +194,7 @@ inline known(kk) {
      if :: xcount > 1 -> releaseStrays() :: else -> skip fi;
      if
      :: xcount == 1 && !xunsettled -> kk = 0
-     :: else -> kk = xcount
+     :: else -> kk = xcount   /* never reached: X has at most one stray */
      fi
   fi
 }
@@ -205,6 +205,7 @@ inline giveTurn() { turn = 0 }
 proctype Settler() {                            /* finishLater, settleLater */
   bool ok;
   takeTurn();
+  if :: !xunsettled -> goto out :: else -> skip fi;   /* settled by the next turn's holder */
   do
   :: xunsettled -> settle(ok); if :: !ok -> goto out :: else -> skip fi
   :: else -> break
@@ -285,7 +286,7 @@ active proctype Xo() {
         :: xunsettled || xcount > 0 ->
            if
            :: xunsettled -> settle(ok)
-           :: else -> ok = 1
+           :: else -> ok = 1   /* never reached: the settler releases strays in the turn it settles */
            fi;
            if :: ok -> releaseStrays() :: else -> skip fi;
            if
@@ -313,7 +314,7 @@ active proctype Xo() {
         releaseStrays();
         giveTurn();
         break
-     :: res == FEWER -> xcount = c; giveTurn()
+     :: res == FEWER -> xcount = c; giveTurn()   /* never reached: see the FEWER branches of acquire */
      :: else -> giveTurn()
      fi;
 next:
