@@ -78,6 +78,7 @@ byte W;                  /* Sync.Replicas: 0 = no WAIT */
 short acked;             /* WAIT's answer; -1 when no WAIT was sent */
 bool autherr;            /* sync returned ErrAuth */
 byte unsynced, tries, calls;
+bool failed;             /* the request found M gone */
 bool owned;              /* New asked ROLE (lock.New); else FromClient */
 bool norep;              /* M has no replica at all (no failover) */
 bool ready;              /* the topology is chosen */
@@ -205,12 +206,15 @@ inline release() {
   syncAt();
   tries = 1;
   do
-  :: dead -> break
-  :: !dead ->
-     atomic {
-       if :: mh == 1 -> mh = 0; push(0) :: else fi;
-       wait()
+  :: atomic {
+       if
+       :: dead -> failed = 1                     /* the release fails: M is gone */
+       :: else ->
+          if :: mh == 1 -> mh = 0; push(0) :: else fi;
+          wait()
+       fi
      };
+     if :: failed -> failed = 0; break :: else fi;
      noteAcked();
      if
      :: W == 0 || acked > 0 || tries == MAXUNSYNCED -> break
@@ -254,14 +258,18 @@ active proctype A() {
      :: syncAt();
         if
         :: autherr -> break                      /* ErrNotAcquired, ErrAuth naming ROLE */
-        :: dead -> break                         /* the request fails: M is gone */
         :: else
         fi;
         atomic {
-          assert(mh == 0);                       /* A alone acquires on M */
-          mh = 1; push(1);                        /* the acquire script grants */
-          wait()
+          if
+          :: dead -> failed = 1                  /* the request fails: M is gone */
+          :: else ->
+             assert(mh == 0);                    /* A alone acquires on M */
+             mh = 1; push(1);                    /* the acquire script grants */
+             wait()
+          fi
         };
+        if :: failed -> break :: else fi;
         noteAcked();
         if
         :: !(W > 0 && acked <= 0) ->             /* request returns a Held */
