@@ -217,22 +217,41 @@ func (c *Config) addrURLs() error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case seen == nil:
+		if seen == nil {
 			seen = &u
-		case u.tls != seen.tls:
-			return invalidf("addresses %q and %q: some rediss:// and some redis://: one connection takes TLS or not", redactURL(seen.raw), redactURL(a))
-		case u.user != seen.user || u.password != seen.password:
-			return invalidf("addresses %q and %q carry different credentials: one Client uses one user and password", redactURL(seen.raw), redactURL(a))
-		case u.db != seen.db:
-			return invalidf("addresses %q and %q name different databases", redactURL(seen.raw), redactURL(a))
+		} else if err := seen.agrees(u); err != nil {
+			return err
 		}
 		addrs[i] = u.hostPort
 	}
 	if seen == nil {
 		return nil
 	}
-	u := *seen
+	if err := c.applyURL(*seen); err != nil {
+		return err
+	}
+	c.Addrs = addrs
+	return nil
+}
+
+// agrees checks that u asks for the same connection settings as the
+// first URL, s: one Client makes every connection alike.
+func (s addrURL) agrees(u addrURL) error {
+	switch {
+	case u.tls != s.tls:
+		return invalidf("addresses %q and %q: some rediss:// and some redis://: one connection takes TLS or not", redactURL(s.raw), redactURL(u.raw))
+	case u.user != s.user || u.password != s.password:
+		return invalidf("addresses %q and %q carry different credentials: one Client uses one user and password", redactURL(s.raw), redactURL(u.raw))
+	case u.db != s.db:
+		return invalidf("addresses %q and %q name different databases", redactURL(s.raw), redactURL(u.raw))
+	}
+	return nil
+}
+
+// applyURL sets what the addresses' URL u says: its database (which must
+// agree with DB), its credentials (the sentinels' with MasterSet; they win
+// over the password fields), TLS for rediss://.
+func (c *Config) applyURL(u addrURL) error {
 	if u.db >= 0 {
 		if c.DB != 0 && c.DB != u.db {
 			return invalidf("address %q names database %d, but DB is %d", redactURL(u.raw), u.db, c.DB)
@@ -250,7 +269,6 @@ func (c *Config) addrURLs() error {
 		host, _, _ := net.SplitHostPort(u.hostPort)
 		c.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 	}
-	c.Addrs = addrs
 	return nil
 }
 
