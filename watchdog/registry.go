@@ -367,13 +367,17 @@ func (r *Registry) judgeDue(now time.Time, report bool) (next time.Time, n int) 
 	if found {
 		next = r.time(first)
 	}
-	for _, e := range lost {
+	// Each loss is worded under r.mu: a release's Begin may still mark the
+	// entry busy meanwhile (Close's, beside this judgement).
+	why := make([]*LossError, len(lost))
+	for i, e := range lost {
+		why[i] = ranOut(e)
 		r.removeLocked(e)
 	}
 	r.mu.Unlock()
-	for _, e := range lost {
+	for i, e := range lost {
 		if e.onLost != nil {
-			e.onLost(e, ranOut(e))
+			e.onLost(e, why[i])
 		}
 	}
 	if report && len(lost) > 0 && r.cfg.OnTick != nil {
