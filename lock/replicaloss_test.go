@@ -88,19 +88,6 @@ func roleOf(t *testing.T, rc rueidis.Client) string {
 	return s
 }
 
-// waitFor polls ok every 20 ms (the servers have no event for a role
-// change) until it holds, or fails the test after 20 s.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // A Redis Cluster shard fails over by hand (CLUSTER FAILOVER on its
 // replica: the old master stays up, as a replica of the new one), after
 // the Client read its slot table and before its first request on that
@@ -127,7 +114,7 @@ func TestReplicaSyncAClusterOwnerDemotedSinceTheTableWasReadStillWaits(t *testin
 	}
 
 	must(t, do(t, r1, "CLUSTER", "FAILOVER").Error())
-	waitFor(t, "the manual failover", func() bool { return roleOf(t, r1) == "master" && roleOf(t, m1) == "slave" })
+	pollUntil(t, 20*time.Second, "the manual failover", func() bool { return roleOf(t, r1) == "master" && roleOf(t, m1) == "slave" })
 	waitReplicas(t, r1, 1)
 	must(t, cl.WaitOK(bg()))
 
@@ -156,7 +143,7 @@ func TestReplicaSyncAClusterOwnerDemotedSinceTheTableWasReadStillWaits(t *testin
 	must(t, reps[1].Kill(ctx))
 	must(t, masters[1].Resume(ctx))
 	must(t, do(t, m1, "CLUSTER", "FAILOVER", "TAKEOVER").Error())
-	waitFor(t, "the takeover", func() bool { return roleOf(t, m1) == "master" })
+	pollUntil(t, 20*time.Second, "the takeover", func() bool { return roleOf(t, m1) == "master" })
 	other := newClient(t, lock.Config{Cluster: true, Addrs: []string{masters[1].DirectAddr()}})
 	g, gerr := other.Mutex(ns[1]).TryLock(ctx)
 	if gerr == nil {

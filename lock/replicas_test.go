@@ -43,21 +43,7 @@ func withReplica(t *testing.T) (master, replica *integration.Server) {
 // waits returns how many WAIT commands the server has run.
 func waits(t *testing.T, rc rueidis.Client) int64 {
 	t.Helper()
-	info, err := do(t, rc, "INFO", "commandstats").ToString()
-	must(t, err)
-	for _, line := range strings.Split(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_wait:calls="); ok {
-			var n int64
-			for _, ch := range rest {
-				if ch < '0' || ch > '9' {
-					break
-				}
-				n = n*10 + int64(ch-'0')
-			}
-			return n
-		}
-	}
-	return 0
+	return cmdCalls(t, rc, "wait")
 }
 
 // With a replica, Lock returns once the replica has the hold, and Unlock

@@ -49,7 +49,13 @@ func sctx(t *testing.T) context.Context {
 // to, where a subscription is).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	pollUntil(t, 10*time.Second, what, cond)
+}
+
+// pollUntil is eventually with a deadline of d.
+func pollUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
