@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks docs/model/rlock.pml, fair.pml, replicas.pml and kinds.pml with spin
+# Checks docs/model/rlock.pml, fair.pml, replicas.pml, kinds.pml and hold.pml with spin
 # (see README.md):
 #   - the model of the code: no violation, search complete;
 #   - each mutation (behaviours of db82bdb and of 5225b73, before this
@@ -28,7 +28,7 @@ run() {
   local name=$1 expect=$2 to=$3 dflags=$4 cflags=$5 pflags=$6
   local d="$work/$name"
   local model=rlock.pml
-  case $name in fair*) model=fair.pml ;; rep-*) model=replicas.pml ;; kinds-*) model=kinds.pml ;; esac
+  case $name in fair*) model=fair.pml ;; rep-*) model=replicas.pml ;; kinds-*) model=kinds.pml ;; hold-*) model=hold.pml ;; esac
   mkdir -p "$d"
   cp "$here/$model" "$d/"
   (
@@ -129,9 +129,30 @@ specs=(
   "kinds-scripts-only pass 120 -DOLDATTEMPT                                EXACT0 -m100000~-c1~-w22"
   "kinds-R33    fail 120 -DR33                                             EXACT0 -m100000~-c1~-w22"
   "kinds-R33-rw fail 120 -DR33~-DK1READ~-DWEAK                             EXACT0 -m100000~-c1~-w22"
+  # hold.pml: a hold as one state machine (README, "The hold state machine")
+  "hold-main        pass 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0 SAFE2 -m300000~-c1~-w25"
+  "hold-retire      pass 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=1~-DB_CLOSE=0~-DK0=1~-DK1=0~-DKB=2 SAFE2 -m300000~-c1~-w25"
+  "hold-write       pass 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DK0=2~-DK1=2~-DKB=1 SAFE2 -m300000~-c1~-w25"
+  "hold-close       pass 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=1~-DG1ON=0 SAFE2 -m300000~-c1~-w25"
+  "hold-lost        pass 120 -DB_LREQ=1~-DB_LREP=1~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DG1ON=0 SAFE2 -m300000~-c1~-w25"
+  "hold-late        pass 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=1~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DG1ON=0 SAFE2 -m300000~-c1~-w25"
+  "hold-renew       pass 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=1~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DG1ON=0 SAFE2 -m300000~-c1~-w25"
+  "hold-failover    pass 180 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=1~-DB_CUT=1~-DB_FO=1~-DB_LSET=0~-DB_CLOSE=0~-DG1ON=0 SAFE2 -m300000~-c1~-w26"
+  "hold-R31         fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=1~-DB_CUT=1~-DB_FO=1~-DB_LSET=0~-DB_CLOSE=0~-DR31~-DG1ON=0 SAFE0 -m300000~-c1~-w22"
+  "hold-R33         fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=1~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DR33~-DK0=1~-DK1=0~-DKB=2 SAFE0 -m300000~-c1~-w24"
+  "hold-R36         fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=1~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DR36 SAFE0 -m300000~-c1~-w22"
+  "hold-R311        fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DR311~-DK0=2~-DK1=2~-DKB=1 SAFE0 -m300000~-c1~-w22"
+  "hold-CLOSE_NOP   fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=1~-DCLOSE_NOP~-DG0TWO=0 SAFE0 -m300000~-c1~-w22"
+  "hold-CLOSE_LATE  fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=1~-DCLOSE_LATE~-DG1ON=0 SAFE0 -m300000~-c1~-w24"
+  "hold-M1          fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=1~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DM1~-DG0TWO=0 SAFE0 -m300000~-c1~-w24"
+  "hold-M7          fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=1~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DM7~-DG1ON=0 SAFE0 -m300000~-c1~-w22"
+  "hold-M8          fail 120 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=1~-DB_RGU=0~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0~-DM8~-DG1ON=0 SAFE0 -m300000~-c1~-w22"
 )
 if [ "${MODEL_FULL:-0}" = 1 ]; then
   # the long run: a reset and a delayed reply in one run, with drift (about 5 min alone)
+  # hold.pml with both goroutines of A and every fault of a kind together (a few minutes each)
+  specs+=("hold-full-renew pass 600 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=1~-DB_ROLE=0~-DB_CUT=0~-DB_FO=0~-DB_LSET=0~-DB_CLOSE=0 SAFE2 -m300000~-c1~-w27"
+          "hold-full-failover pass 900 -DB_LREQ=0~-DB_LREP=0~-DB_DLY=0~-DB_RGU=0~-DB_ROLE=1~-DB_CUT=1~-DB_FO=1~-DB_LSET=0~-DB_CLOSE=0 SAFE2 -m300000~-c1~-w27")
   specs=("drift-reset  pass 900 -DB_LREQ=0~-DB_LREP=0                            SAFE2 -m400000~-c1~-w27" "${specs[@]}")
 fi
 pids=()
