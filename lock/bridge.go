@@ -25,19 +25,10 @@ func init() {
 	bridge.MutexErr = func(m any) error { return m.(*Mutex).err }
 	bridge.SpinSleeper = func(m any) func() time.Duration {
 		mu, _ := m.(*Mutex)
-		switch {
-		case mu == nil:
+		if mu == nil || mu.p == nil {
 			return nil
-		case mu.spin != nil:
-			return newSpinPolicy(*mu.spin).sleep
-		case mu.kind == kindFair:
-			// A multi-master lock's member never joins a fair lock's
-			// queue (its attempts are one-shot), so no release wakes it:
-			// it polls, at Redisson's spin backoff.
-			b, _ := SpinBackoff{}.withDefaults()
-			return newSpinPolicy(b).sleep
 		}
-		return nil
+		return mu.p.spinSleep(mu)
 	}
 	bridge.Go = func(c any, f func()) bool {
 		cl, _ := c.(*Client)
@@ -56,7 +47,7 @@ func (m *Mutex) heldBy(owner uint64) bool {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := c.ledgers[key(m.name, c.field(m.kind, owner))]
+	l := c.ledgers[key(m.name, m.p.field(c, owner))]
 	return l != nil && len(l.helds) > 0
 }
 
@@ -70,7 +61,7 @@ func (m *Mutex) watch(ctx context.Context) (*pubsub.Waiter, error) {
 		return nil, err
 	}
 	defer c.exit()
-	w, err := c.hub.Subscribe(ctx, m.kind.channel(m.name))
+	w, err := c.hub.Subscribe(ctx, m.p.channel(m.name))
 	if err != nil {
 		return nil, masterErr(c.errAt(m.name), "subscribe", err)
 	}

@@ -36,7 +36,7 @@ import (
 // early or late.
 func (c *Client) FairMutex(name string) *Mutex {
 	m := c.Mutex(name)
-	m.kind = kindFair
+	m.p = fairProtocol
 	return m
 }
 

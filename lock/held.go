@@ -373,7 +373,7 @@ func (c *Client) released(ctx context.Context, l *ledger, h *Held, res reentrant
 		}
 	case reentrant.Released:
 		l.count = 0
-		c.kickQueue(l.kind.channel(l.name))
+		c.kickQueue(l.p.channel(l.name))
 		if c.endHeld(l, h, nil) > 0 {
 			c.loseAll(l, observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
 		}

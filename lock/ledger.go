@@ -49,9 +49,9 @@ type ledger struct {
 	users    int32           // goroutines using the ledger; it is dropped when 0 and nothing is held
 	renewing int32           // live helds taken without Lease
 
-	waiters int32 // guarded by tmu: takes waiting on turn (it is kept while any is)
-	keep    bool  // guarded by Client.mu: an unsettled request is recorded, never drop the ledger
-	kind    kind  // guarded by the turn: the last acquisition's kind, which the field's releases follow
+	waiters int32     // guarded by tmu: takes waiting on turn (it is kept while any is)
+	keep    bool      // guarded by Client.mu: an unsettled request is recorded, never drop the ledger
+	p       *protocol // guarded by the turn: the last acquisition's kind, which the field's releases follow
 
 	// fair is the field's place in a fair lock's queue (FairMutex),
 	// made by its first request that joins the queue; guarded by the turn.
@@ -76,14 +76,14 @@ type request struct {
 	sent    time.Time // its first send
 }
 
-// use returns the ledger of (name, field), counting the caller as a user
-// until unuse.
-func (c *Client) use(name, field string) *ledger {
+// use returns the ledger of (name, field), made with protocol p if it is
+// new, counting the caller as a user until unuse.
+func (c *Client) use(name, field string, p *protocol) *ledger {
 	k := key(name, field)
 	c.mu.Lock()
 	l := c.ledgers[k]
 	if l == nil {
-		l = &ledger{name: name, field: field}
+		l = &ledger{name: name, field: field, p: p}
 		c.ledgers[k] = l
 	}
 	l.users++

@@ -24,9 +24,8 @@ type Mutex struct {
 	c    *Client
 	name string
 	err  error        // a bad name, reported by every method
-	spin *SpinBackoff // a spin lock's (SpinMutex), else nil
-	kind kind         // the protocol: scripts, channel, waiting
-	once bool         // not reentrant (NonReentrantMutex)
+	p    *protocol    // its kind (kind.go), chosen when it is made
+	spin *SpinBackoff // a spin lock's backoff (SpinMutex), else nil
 }
 
 // Mutex returns the lock called name. The name is Redisson's lock name
@@ -37,7 +36,7 @@ type Mutex struct {
 // before or after mapping, is reported by every method of the Mutex as
 // ErrInvalid.
 func (c *Client) Mutex(name string) *Mutex {
-	m := &Mutex{c: c, name: name}
+	m := &Mutex{c: c, name: name, p: plainProtocol}
 	if bad := badName(name); bad != "" {
 		m.err = invalidf("%s", bad)
 		return m
@@ -70,8 +69,7 @@ type options struct {
 	hasWait bool
 	lease   time.Duration
 	fenced  bool
-	kind    kind // the Mutex's: the field's releases follow the last acquisition's
-	once    bool // a NonReentrantMutex's: an owner that holds may not acquire again
+	p       *protocol // the Mutex's: the field's releases follow the last acquisition's
 	// ext holds the settings of package multilock's options (through
 	// internal/bridge); a Mutex refuses them.
 	ext any
@@ -190,9 +188,11 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	if err != nil {
 		return nil, err
 	}
-	o.kind, o.once = m.kind, m.once
-	if o.fenced && o.kind.mode() != reentrant.ModeLock {
-		return nil, invalidf("Fenced with a %s lock (Redisson has no fenced %s lock)", o.kind.mode(), o.kind.mode())
+	o.p = m.p
+	if o.fenced {
+		if err := o.p.fenceable(); err != nil {
+			return nil, err
+		}
 	}
 	c := m.c
 	if err := c.enter(); err != nil {
@@ -201,10 +201,10 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	defer c.exit()
 
 	ctx, owner := ownerOf(ctx)
-	if err := c.upgrade(m, owner); err != nil {
+	if err := m.p.upgrade(m, owner); err != nil {
 		return nil, err
 	}
-	l := c.use(m.name, c.field(m.kind, owner))
+	l := c.use(m.name, m.p.field(c, owner), m.p)
 	defer c.unuse(l)
 	a := &acquisition{m: m, c: c, ctx: ctx, octx: ctx, l: l, owner: owner, o: o, blocking: blocking, start: time.Now()}
 	if !blocking {
@@ -218,7 +218,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	if c.obs != nil && c.obs.AcquireEnd != nil {
 		defer func() { a.observeEnd(held, err) }()
 	}
-	return a.run()
+	return m.p.acquire(a)
 }
 
 // observeEnd reports the call's end to the Observer.
@@ -246,20 +246,12 @@ func (a *acquisition) try() (outcome, error) {
 	return a.m.attempt(a.ctx, a.l, a.owner, a.o)
 }
 
-// run acquires: at once for a re-entry or a TryLock that does not wait,
-// else in the queue of this Client's waiters for the name.
-func (a *acquisition) run() (held *Held, err error) {
+// queued acquires a lock that was not free at once, in the queue of this
+// Client's waiters for the name: woken by releases, or (with a spin
+// policy) polling at its pace.
+func (a *acquisition) queued(spin *spinPolicy) (held *Held, err error) {
 	m, c := a.m, a.c
-	if m.kind == kindFair {
-		return a.runFair()
-	}
-	if held, done, err := a.direct(); done {
-		return held, err
-	}
-	if m.kind == kindRead {
-		return a.share()
-	}
-	q, mb := c.joinQueue(m.kind.channel(m.name))
+	q, mb := c.joinQueue(m.p.channel(m.name))
 	defer c.leaveQueue(q, mb)
 	// A wake-up taken from the subscription and not used by an answered
 	// attempt is passed on when the call leaves: another waiter of the
@@ -274,11 +266,7 @@ func (a *acquisition) run() (held *Held, err error) {
 		ttl        = time.Duration(-1)
 		subscribed bool
 		outage     *backoff.ExponentialBackOff
-		spin       *spinPolicy
 	)
-	if m.spin != nil {
-		spin = newSpinPolicy(*m.spin)
-	}
 	for {
 		if err := m.awaitHead(a.ctx, mb, a.deadline, ttl); err != nil {
 			return nil, err
@@ -564,20 +552,20 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		// whose grant would only be given back.
 		return outcome{}, join(ErrNotAcquired, context.Cause(ctx))
 	}
-	if l.kind.mode() != o.kind.mode() {
+	if !l.p.layout(o.p) {
 		// One field, two layouts (a reader's field is the plain lock's):
 		// the other kind's script would read this owner's holds as its
 		// own, and its release would end them all. Checked holding the
 		// turn.
 		if c.holds(l) {
-			return outcome{}, invalidf("%q: this owner holds it as a %s lock and cannot take it as a %s lock too", m.name, l.kind.mode(), o.kind.mode())
+			return outcome{}, invalidf("%q: this owner holds it as a %s lock and cannot take it as a %s lock too", m.name, l.p.mode, o.p.mode)
 		}
 		if err := c.dropOtherKind(ctx, l); err != nil {
 			return outcome{}, join(ErrNotAcquired, err, context.Cause(ctx))
 		}
 	}
-	l.kind = o.kind
-	if o.once && c.holds(l) {
+	l.p = o.p
+	if o.p.once && c.holds(l) {
 		// Checked holding the turn: two goroutines of one owner cannot
 		// both pass it.
 		return outcome{}, join(ErrNotAcquired, fmt.Errorf("%w: %s", ErrReentered, m.name))
@@ -620,7 +608,7 @@ func (c *Client) dropOtherKind(ctx context.Context, l *ledger) error {
 	}
 	c.releaseStrays(sctx, l)
 	if l.unsettled != nil || l.count > 0 {
-		return masterErr(c.at(l.name), "acquire", fmt.Errorf("%w: holds this owner took as a %s lock are still in Redis and could not be released yet", ErrUnavailable, l.kind.mode()))
+		return masterErr(c.at(l.name), "acquire", fmt.Errorf("%w: holds this owner took as a %s lock are still in Redis and could not be released yet", ErrUnavailable, l.p.mode))
 	}
 	return nil
 }
@@ -636,7 +624,7 @@ func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options,
 		return outcome{}, false, join(ErrNotAcquired, masterErr(c.at(m.name), "acquire", err))
 	}
 	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
-		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: s, Mode: o.kind.mode(),
+		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: s, Mode: o.p.mode,
 		Wait: c.cfg.FairLockWaitTimeout}
 	if o.fair != nil {
 		l.joinFair(o.fair)
@@ -803,7 +791,7 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 	}
 	renew := l.renewing > 0
 	if first {
-		h := reentrant.Hold{Name: l.name, Field: l.field, Read: o.kind == kindRead}
+		h := reentrant.Hold{Name: l.name, Field: l.field, Read: o.p.shared()}
 		l.entry = c.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { c.onLost(l, e, le) })
 	} else {
 		c.wd.Extend(l.entry, lease, sent)

@@ -21,9 +21,14 @@ const NoExpiry = time.Duration(math.MaxInt64)
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	if m != nil && m.kind.mode() != reentrant.ModeLock {
-		return m.isLockedHalf(ctx)
+	if m == nil || m.p == nil {
+		return m.exists(ctx) // reports the nil or zero Mutex
 	}
+	return m.p.isLocked(ctx, m)
+}
+
+// exists reports whether m's key exists.
+func (m *Mutex) exists(ctx context.Context) (bool, error) {
 	var n int64
 	err := m.query(ctx, "exists", func(c rueidis.Client) rueidis.Completed {
 		return c.B().Exists().Key(m.name).Build()
@@ -47,7 +52,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, wrapf(ErrNotHeld, "hold count of %q: the context carries no owner: pass the Held's Context()", m.name)
 	}
-	field := m.c.field(m.kind, owner)
+	field := m.p.field(m.c, owner)
 	var n int
 	err := m.query(ctx, "hold count", func(c rueidis.Client) rueidis.Completed {
 		return c.B().Hget().Key(m.name).Field(field).Build()
@@ -98,23 +103,10 @@ func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if m == nil {
-		return m.forceUnlock(ctx, true, nil)
+	if m == nil || m.p == nil {
+		return m.forceUnlock(ctx, true, nil) // reports the nil or zero Mutex
 	}
-	switch m.kind {
-	case kindRead:
-		return m.forceUnlockRW(ctx, "read", reentrant.UnlockMessage)
-	case kindWrite:
-		return m.forceUnlockRW(ctx, "write", reentrant.ReadUnlockMessage)
-	case kindFair:
-		return m.forceUnlock(ctx, true, func(qctx context.Context, c *Client) (bool, error) {
-			return reentrant.ForceUnlockFair(qctx, c.rc, m.name, c.publish)
-		})
-	}
-	return m.forceUnlock(ctx, true, func(qctx context.Context, c *Client) (bool, error) {
-		// a spin lock's publishes nothing: Redisson's spin forceUnlock only deletes
-		return reentrant.ForceUnlock(qctx, c.rc, m.name, c.publishFor(m.kind))
-	})
+	return m.p.forceUnlock(ctx, m)
 }
 
 // forceUnlockRW deletes the read-write lock when in mode ("" any) and

@@ -1,7 +1,7 @@
 package lock
 
 // Read-write locks: Redisson's RReadWriteLock, as two Mutexes of kinds
-// kindRead and kindWrite over one hash.
+// readProtocol and writeProtocol over one hash.
 //
 // Design. A ReadWriteMutex is a description, like a Mutex; its halves are
 // Mutexes, so Lock, TryLock, Held, Unlock, the watchdog, options and
@@ -66,7 +66,7 @@ type ReadWriteMutex struct {
 // method of its halves as ErrInvalid.
 func (c *Client) ReadWriteMutex(name string) *ReadWriteMutex {
 	r, w := c.Mutex(name), c.Mutex(name)
-	r.kind, w.kind = kindRead, kindWrite
+	r.p, w.p = readProtocol, writeProtocol
 	return &ReadWriteMutex{read: r, write: w}
 }
 
@@ -132,15 +132,11 @@ func (c *Client) loseName(name string) {
 	}
 }
 
-// upgrade refuses a write acquisition by an owner that holds the read
-// lock of the same name and not its write lock: Redis would never grant
-// it. (A writer's own reads do not keep it from re-entering.)
+// upgrade refuses a write acquisition of m by an owner that holds the
+// read lock of the same name and not its write lock (protocol.upgrade).
 func (c *Client) upgrade(m *Mutex, owner uint64) error {
-	if m.kind != kindWrite {
-		return nil
-	}
 	c.mu.Lock()
-	r, w := c.ledgers[key(m.name, c.field(kindRead, owner))], c.ledgers[key(m.name, c.field(kindWrite, owner))]
+	r, w := c.ledgers[key(m.name, readProtocol.field(c, owner))], c.ledgers[key(m.name, writeProtocol.field(c, owner))]
 	reads := r != nil && len(r.helds) > 0 && (w == nil || len(w.helds) == 0)
 	c.mu.Unlock()
 	if reads {
@@ -204,7 +200,7 @@ func (a *acquisition) share() (held *Held, err error) {
 // then sleeps on the holder's lease alone).
 func (a *acquisition) subscribeRead(left time.Duration) (*pubsub.Waiter, error) {
 	sctx, cancel := context.WithTimeout(a.ctx, min(left, a.c.cfg.CommandTimeout))
-	w, err := a.c.hub.Subscribe(sctx, kindRead.channel(a.m.name))
+	w, err := a.c.hub.Subscribe(sctx, readProtocol.channel(a.m.name))
 	cancel()
 	if a.ctx.Err() != nil {
 		if w != nil {
@@ -246,7 +242,7 @@ func (m *Mutex) isLockedHalf(ctx context.Context) (bool, error) {
 	}
 	defer c.exit()
 	qctx, cancel := c.cmdCtx(ctx)
-	locked, err := reentrant.IsLockedRW(qctx, c.rc, m.name, m.kind.mode())
+	locked, err := reentrant.IsLockedRW(qctx, c.rc, m.name, m.p.mode)
 	cancel()
 	if err != nil {
 		return false, join(masterErr(c.errAt(m.name), "is locked", err), ctx.Err())

@@ -99,7 +99,7 @@ func (c *Client) SpinMutex(name string, b SpinBackoff) *Mutex {
 		m.err = err
 		return m
 	}
-	m.spin, m.kind = &b, kindSpin
+	m.spin, m.p = &b, spinProtocol
 	return m
 }
 
@@ -127,6 +127,6 @@ func (a *acquisition) poll(q *queue, p *spinPolicy, ttl time.Duration) error {
 // the same name.
 func (c *Client) NonReentrantMutex(name string) *Mutex {
 	m := c.Mutex(name)
-	m.once = true
+	m.p = nonReentrantProtocol
 	return m
 }
