@@ -47,7 +47,7 @@ func (m *Mutex) heldBy(owner uint64) bool {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := c.ledgers[key(m.name, m.p.field(c, owner))]
+	l := c.index[key(m.name, m.p.field(c, owner))]
 	return l != nil && len(l.helds) > 0
 }
 

@@ -43,7 +43,7 @@ type Client struct {
 	wk      workers        // goroutines lent to package multilock (workers.go)
 	latches chan string    // unlock latches to delete
 
-	recordMin  time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
+	e          *env            // what its holds use (hold.go)
 	settleCtx  context.Context // ends settlers: cancelled by Close
 	stopSettle context.CancelFunc
 	settling   sync.WaitGroup // settlers of unsettled requests
@@ -51,11 +51,11 @@ type Client struct {
 	slotTable  atomic.Pointer[slots.Table] // a cluster's slot owners, for naming the node that answered
 	slotsAsked atomic.Int64                // when the table was last asked for, unix nanoseconds
 
-	mu      sync.Mutex
-	closed  bool
-	ops     sync.WaitGroup
-	ledgers map[holdKey]*ledger
-	queues  map[string]*queue
+	mu     sync.Mutex
+	closed bool
+	ops    sync.WaitGroup
+	index  map[holdKey]*hold
+	queues map[string]*queue
 
 	reps replicas // for the WAIT after acquires and releases
 }
@@ -259,20 +259,22 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		return nil, err
 	}
 	c := &Client{
-		cfg:       cfg,
-		rc:        rc,
-		owned:     owned,
-		addr:      addr,
-		id:        cfg.ClientID,
-		publish:   reentrant.Publish,
-		obs:       cfg.Observer,
-		done:      make(chan struct{}),
-		latches:   make(chan string, 4096),
-		recordMin: unlockLatchTTL,
-		ledgers:   map[holdKey]*ledger{},
-		queues:    map[string]*queue{},
+		cfg:     cfg,
+		rc:      rc,
+		owned:   owned,
+		addr:    addr,
+		id:      cfg.ClientID,
+		publish: reentrant.Publish,
+		obs:     cfg.Observer,
+		done:    make(chan struct{}),
+		latches: make(chan string, 4096),
+		index:   map[holdKey]*hold{},
+		queues:  map[string]*queue{},
 	}
 	c.sentinel = rc.Mode() == rueidis.ClientModeSentinel
+	c.e = &env{rc: rc, cfg: cfg, obs: c.obs, done: c.done,
+		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.latches, settling: &c.settling,
+		at: c.at, errAt: c.errAt, sync: c.sync, acked: c.acked, kick: c.kickQueue}
 	if owned && cfg.ReplicaSyncTimeout >= 0 {
 		// The master's replicas are known before the first acquire,
 		// which then costs one round trip as before; a user who may not
@@ -306,6 +308,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		return nil, invalidf("%v", err)
 	}
 	c.wd = wd
+	c.e.wd, c.e.publish, c.e.settleCtx = wd, c.publish, c.settleCtx
 	c.start()
 	return c, nil
 }
@@ -383,7 +386,7 @@ func (c *Client) refreshSlots() {
 // readSlots reads the cluster's slot table now, within ctx and one
 // CommandTimeout, and reports whether it was read.
 func (c *Client) readSlots(ctx context.Context) bool {
-	ctx, cancel := c.cmdCtx(ctx)
+	ctx, cancel := c.e.cmdCtx(ctx)
 	defer cancel()
 	t, err := slots.Read(ctx, c.rc)
 	if err != nil {
@@ -442,8 +445,8 @@ func (c *Client) enter() error {
 func (c *Client) exit() { c.ops.Done() }
 
 // cmdCtx bounds one command by the caller's ctx and CommandTimeout.
-func (c *Client) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.cfg.CommandTimeout)
+func (e *env) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.cfg.CommandTimeout)
 }
 
 // Close refuses new calls, ends waits in progress with ErrClosed,
@@ -489,13 +492,13 @@ func (c *Client) Close(ctx context.Context) error {
 	c.stopSettle()
 	c.settling.Wait()
 	c.mu.Lock()
-	ledgers := make([]*ledger, 0, len(c.ledgers))
-	for _, l := range c.ledgers {
-		ledgers = append(ledgers, l)
+	holds := make([]*hold, 0, len(c.index))
+	for _, l := range c.index {
+		holds = append(holds, l)
 	}
 	c.mu.Unlock()
-	for _, l := range ledgers {
-		if err := c.closeLedger(ctx, l); err != nil {
+	for _, l := range holds {
+		if err := l.closeHold(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -509,48 +512,48 @@ func (c *Client) Close(ctx context.Context) error {
 	return join(errs...)
 }
 
-// closeLedger releases every hold of l for Close, holding its turn, and
+// closeHold releases every hold of l for Close, holding its turn, and
 // ends its Helds with ErrClosed. Releases stop when ctx ends or when the
 // lock is lost (its lease ran out unanswered): Close never waits longer
 // than the leases of what it holds.
-func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
-	c.mu.Lock()
+func (l *hold) closeHold(ctx context.Context) error {
+	l.e.mu.Lock()
 	helds := append([]*Held(nil), l.helds...)
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 	var lost <-chan struct{}
 	if len(helds) > 0 {
 		lost = helds[0].context().Done()
 	}
 	if err := l.take(ctx, nil, lost); err != nil {
-		return c.endClosed(l, helds, nil)
+		return l.endClosed(helds, nil)
 	}
 	defer l.give()
-	sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
-	err := c.settle(sctx, l, stops{})
+	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+	err := l.settle(sctx, stops{})
 	if err == nil {
-		_ = c.leaveNow(sctx, l) // a fair queue's place its waiter left
+		_ = l.leaveNow(sctx) // a fair queue's place its waiter left
 	}
 	cancel()
 	if err != nil {
-		return c.endClosed(l, helds, err)
+		return l.endClosed(helds, err)
 	}
-	c.mu.Lock()
+	l.e.mu.Lock()
 	helds = append(helds[:0], l.helds...)
 	entry := l.entry
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 	if entry != nil {
 		// No renewal may land after the last release (it would read as
 		// a loss); the entry is still judged, which ends the releases
 		// below when its lease must have run out.
-		if err := c.wd.Begin(ctx, entry); err != nil {
-			return c.endClosed(l, helds, err)
+		if err := l.e.wd.Begin(ctx, entry); err != nil {
+			return l.endClosed(helds, err)
 		}
-		defer c.wd.End(entry)
+		defer l.e.wd.End(entry)
 	}
 	if len(helds) == 0 {
 		// Strays only: nobody's lease bounds their release, so one
 		// attempt's worth of time does; they expire by themselves.
-		rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
+		rctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
 		defer cancel()
 		ctx = rctx
 	}
@@ -560,25 +563,25 @@ func (c *Client) closeLedger(ctx context.Context, l *ledger) error {
 				break // lost meanwhile
 			}
 		}
-		err = c.closeRelease(ctx, l, helds, lost)
+		err = l.closeRelease(ctx, helds, lost)
 	}
-	return c.endClosed(l, helds, err)
+	return l.endClosed(helds, err)
 }
 
 // closeRelease sends one of Close's releases of l, holding the turn, and
 // applies its answer.
-func (c *Client) closeRelease(ctx context.Context, l *ledger, helds []*Held, lost <-chan struct{}) error {
-	r := c.newRelease(l, c.cfg.WatchdogTimeout)
+func (l *hold) closeRelease(ctx context.Context, helds []*Held, lost <-chan struct{}) error {
+	r := l.newRelease(l.e.cfg.WatchdogTimeout)
 	start := time.Now()
-	res, _, err := c.sendRelease(ctx, r, stops{a: lost})
-	if c.obs != nil && c.obs.Release != nil && len(helds) > 0 {
+	res, _, err := l.e.sendRelease(ctx, r, stops{a: lost})
+	if l.e.obs != nil && l.e.obs.Release != nil && len(helds) > 0 {
 		h := helds[len(helds)-1]
-		c.obs.Release(ctx, observe.Release{Name: l.name, Addr: c.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,
+		l.e.obs.Release(ctx, observe.Release{Name: l.name, Addr: l.e.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,
 			HeldFor: start.Sub(h.at), Duration: time.Since(start), Closed: true, Err: err})
 	}
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			c.setUnsettled(l, &request{id: r.RequestID, sent: start})
+			l.setUnsettled(&request{id: r.RequestID, sent: start})
 		}
 		return err
 	}
@@ -591,13 +594,13 @@ func (c *Client) closeRelease(ctx context.Context, l *ledger, helds []*Held, los
 }
 
 // endClosed ends l's live Helds with ErrClosed and stops tracking l.
-func (c *Client) endClosed(l *ledger, helds []*Held, err error) error {
-	c.mu.Lock()
+func (l *hold) endClosed(helds []*Held, err error) error {
+	l.e.mu.Lock()
 	e := l.entry
 	l.entry, l.helds, l.renewing = nil, nil, 0
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 	if e != nil {
-		c.wd.Remove(e)
+		l.e.wd.Remove(e)
 	}
 	for i := len(helds) - 1; i >= 0; i-- {
 		helds[i].finish(ErrClosed)
@@ -676,7 +679,7 @@ func (c *Client) deleteLatches(first *string) {
 		break
 	}
 	if len(batch) > 0 {
-		ctx, cancel := c.cmdCtx(context.Background())
+		ctx, cancel := c.e.cmdCtx(context.Background())
 		c.doMultiApart(ctx, batch)
 		cancel()
 	}

@@ -306,7 +306,7 @@ func ExampleClient_FairMutex() {
 			fmt.Println(err)
 		}
 	}()
-	m := c.FairMutex("example:ledger")
+	m := c.FairMutex("example:hold")
 	h, err := m.Lock(ctx)
 	if err != nil {
 		fmt.Println(err)

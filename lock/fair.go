@@ -42,7 +42,7 @@ func (c *Client) FairMutex(name string) *Mutex {
 
 // fairWait is a fair acquisition's place in its lock's queue: the wait it
 // joined with, and whether it may be in the queue (its requests asked to
-// join). Written by the acquisition's goroutine holding the ledger's turn.
+// join). Written by the acquisition's goroutine holding the hold's turn.
 type fairWait struct {
 	wait   time.Duration
 	queued bool
@@ -66,7 +66,7 @@ func (a *acquisition) runFair() (held *Held, err error) {
 	a.o.fair = fw
 	var w *pubsub.Waiter
 	defer func() {
-		if err != nil && c.leaveFair(a.ctx, a.l, fw) {
+		if err != nil && a.l.leaveFair(a.ctx, fw) {
 			// Other goroutines of the owner still wait in its one place,
 			// and this call may have taken (or given back) what was meant
 			// for it: one of them tries at once.
@@ -145,9 +145,9 @@ func (a *acquisition) sleepFair(w *pubsub.Waiter, att outcome, left time.Duratio
 // joinFair counts a request of a fair acquisition that asks to join the
 // queue, holding the turn: from now on it may be queued, and a pending
 // leave of the field is moot (its place is kept).
-func (l *ledger) joinFair(fw *fairWait) {
+func (l *hold) joinFair(fw *fairWait) {
 	if l.fair == nil {
-		l.fair = &fairLedger{}
+		l.fair = &fairPlace{}
 	}
 	if !fw.queued {
 		if l.fair.queued == 0 && !l.fair.leave {
@@ -166,11 +166,11 @@ func (l *ledger) joinFair(fw *fairWait) {
 
 // leaving reports whether the field must still leave a fair queue; the
 // caller holds the turn (or Client.mu with the turn held by its caller).
-func (l *ledger) leaving() bool { return l.fair != nil && l.fair.leave }
+func (l *hold) leaving() bool { return l.fair != nil && l.fair.leave }
 
 // leftFair uncounts a fair acquisition that left the queue (acquired: the
 // script took it out), holding the turn.
-func (l *ledger) leftFair(fw *fairWait) {
+func (l *hold) leftFair(fw *fairWait) {
 	if fw != nil && fw.queued {
 		fw.queued = false
 		l.fair.queued--
@@ -190,7 +190,7 @@ func (c *Client) wakeField(ctx context.Context, name, field string, w *pubsub.Wa
 		w.Pass()
 		return
 	}
-	sctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+	sctx, cancel := c.e.cmdCtx(context.WithoutCancel(ctx))
 	w, err := c.hub.Subscribe(sctx, reentrant.FairWaiterChannel(name, field))
 	cancel()
 	if err == nil {
@@ -207,14 +207,14 @@ func (c *Client) wakeField(ctx context.Context, name, field string, w *pubsub.Wa
 // timeouts; what it could not finish a settler finishes. It reports
 // whether other acquisitions of the field still wait (or may: the turn
 // could not be had), which one of them should be woken for.
-func (c *Client) leaveFair(ctx context.Context, l *ledger, fw *fairWait) (others bool) {
+func (l *hold) leaveFair(ctx context.Context, fw *fairWait) (others bool) {
 	if !fw.queued {
 		return fw.others // granted (then given back), or never queued
 	}
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
 	defer cancel()
 	if err := l.take(tctx, nil, nil); err != nil {
-		c.finishLater(l, fw)
+		l.finishLater(fw)
 		return true
 	}
 	defer l.give()
@@ -222,27 +222,27 @@ func (c *Client) leaveFair(ctx context.Context, l *ledger, fw *fairWait) (others
 	if l.fair.queued > 0 {
 		return true
 	}
-	c.setLeave(l, true)
-	if c.settle(tctx, l, stops{}) != nil {
-		c.finishLater(l, nil)
+	l.setLeave(true)
+	if l.settle(tctx, stops{}) != nil {
+		l.finishLater(nil)
 		return false
 	}
-	c.releaseStrays(tctx, l)
-	if c.leaveNow(tctx, l) != nil {
-		c.finishLater(l, nil)
+	l.releaseStrays(tctx)
+	if l.leaveNow(tctx) != nil {
+		l.finishLater(nil)
 	}
 	return false
 }
 
 // leaveNow sends the field's pending leave, holding the turn, once no
 // request of it may still run and none of its acquisitions is queued.
-func (c *Client) leaveNow(ctx context.Context, l *ledger) error {
+func (l *hold) leaveNow(ctx context.Context) error {
 	if !l.leaving() || l.fair.queued > 0 || l.unsettled != nil {
 		return nil
 	}
-	lv := reentrant.LeaveFair{Name: l.name, Field: l.field, Wait: l.fair.wait, Publish: c.publish}
-	err := c.retry(ctx, l.name, "leave fair queue", stops{}, func(actx context.Context) error {
-		_, err := lv.Run(actx, c.rc)
+	lv := reentrant.LeaveFair{Name: l.name, Field: l.field, Wait: l.fair.wait, Publish: l.e.publish}
+	err := l.e.retry(ctx, l.name, "leave fair queue", stops{}, func(actx context.Context) error {
+		_, err := lv.Run(actx, l.e.rc)
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrUnavailable) {
@@ -251,14 +251,14 @@ func (c *Client) leaveNow(ctx context.Context, l *ledger) error {
 		err = nil
 	}
 	if err == nil {
-		c.setLeave(l, false)
+		l.setLeave(false)
 	}
 	return err
 }
 
 // setLeave records (or clears) l's pending leave; the caller holds the
-// turn. Like an unsettled request, it keeps the ledger.
-func (c *Client) setLeave(l *ledger, leave bool) {
+// turn. Like an unsettled request, it keeps the hold.
+func (l *hold) setLeave(leave bool) {
 	l.fair.leave = leave
-	c.setKeep(l)
+	l.setKeep()
 }

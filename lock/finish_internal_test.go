@@ -56,9 +56,9 @@ func TestFinishCancelsWithTheFirstEnd(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			c.onLost(l, e, &watchdog.LossError{Name: n, Kind: observe.LossLeaseExpired, Reason: "test"})
+			l.onLost(e, &watchdog.LossError{Name: n, Kind: observe.LossLeaseExpired, Reason: "test"})
 		}()
-		go func() { defer wg.Done(); <-start; _ = c.endClosed(l, helds, nil) }()
+		go func() { defer wg.Done(); <-start; _ = l.endClosed(helds, nil) }()
 		close(start)
 		wg.Wait()
 		for j, x := range hs {

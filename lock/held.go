@@ -26,7 +26,7 @@ import (
 // Unlock, or with the loss of the lock, which ends every hold of it.
 type Held struct {
 	c       *Client
-	l       *ledger
+	l       *hold
 	owner   uint64
 	at      time.Time
 	fence   uint64
@@ -220,11 +220,11 @@ func (h *Held) Unlock(ctx context.Context) error {
 // otherwise Unlock's error (nil when h ended plainly meanwhile). The
 // hold's context (and its channel) is made only when the turn is busy and
 // its end must be able to stop the wait.
-func (c *Client) takeForUnlock(ctx context.Context, l *ledger, h *Held) (bool, error) {
+func (l *hold) takeForUnlock(ctx context.Context, h *Held) (bool, error) {
 	if l.tryTake() {
 		return true, nil
 	}
-	err := l.take(ctx, c.done, h.context().Done())
+	err := l.take(ctx, l.e.done, h.context().Done())
 	if err == nil {
 		return true, nil
 	}
@@ -237,16 +237,16 @@ func (c *Client) takeForUnlock(ctx context.Context, l *ledger, h *Held) (bool, e
 	return false, wrapf(err, "unlock of %q not sent: another operation of its owner is in flight", l.name)
 }
 
-// unlock releases one hold of h, holding the ledger's turn.
+// unlock releases one hold of h, holding the hold's turn.
 func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error) {
 	l := h.l
-	c.useLedger(l)
-	defer c.unuse(l)
-	if taken, err := c.takeForUnlock(ctx, l, h); !taken {
+	l.use()
+	defer l.unuse()
+	if taken, err := l.takeForUnlock(ctx, h); !taken {
 		return false, err
 	}
 	defer l.give()
-	if err := c.settle(ctx, l, stops{held: h, b: c.done}); err != nil {
+	if err := l.settle(ctx, stops{held: h, b: c.done}); err != nil {
 		if done, herr := h.ended(); done {
 			return false, join(herr, err)
 		}
@@ -254,8 +254,8 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	}
 	if done, herr := h.ended(); done {
 		if herr == nil { // the earlier Unlock's release went through
-			rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
-			c.releaseStrays(rctx, l)
+			rctx, cancel := c.e.cmdCtx(context.WithoutCancel(ctx))
+			l.releaseStrays(rctx)
 			cancel()
 		}
 		return false, herr
@@ -263,7 +263,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	c.mu.Lock()
 	entry := l.entry
 	c.mu.Unlock()
-	lease := c.partialLease(l, h)
+	lease := l.partialLease(h)
 	if l.count <= 1 && entry != nil {
 		// The last hold: no renewal may land after the release, or it
 		// would read as a loss. The entry is still judged meanwhile.
@@ -272,20 +272,20 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		}
 		defer c.wd.End(entry)
 	}
-	r := c.newRelease(l, lease)
+	r := l.newRelease(lease)
 	sent := time.Now()
 	var (
 		res      reentrant.ReleaseResult
 		unsynced error
 	)
-	res, unsynced, err = c.sendRelease(ctx, r, stops{held: h, b: c.done}) // Close takes over
+	res, unsynced, err = c.e.sendRelease(ctx, r, stops{held: h, b: c.done}) // Close takes over
 	if err != nil {
-		return false, c.unconfirmed(l, h, &request{id: r.RequestID, release: h, sent: sent}, err)
+		return false, l.unconfirmed(h, &request{id: r.RequestID, release: h, sent: sent}, err)
 	}
 	if res == reentrant.Fenced {
 		return false, masterErr(c.errAt(l.name), "release", fmt.Errorf("%w: a new request was fenced", reentrant.ErrUnexpectedReply))
 	}
-	c.released(ctx, l, h, res)
+	l.released(ctx, h, res)
 	if _, herr := h.ended(); !errors.Is(herr, ErrNotHeld) {
 		return false, herr
 	}
@@ -302,25 +302,25 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 // hold is not renewed if it was the last, and its context ends when the
 // settler is done: plainly, or with a LostError if the lock was lost first
 // (or its lease is judged run out before an answer).
-func (c *Client) unconfirmed(l *ledger, h *Held, u *request, err error) error {
+func (l *hold) unconfirmed(h *Held, u *request, err error) error {
 	if !errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	c.setUnsettled(l, u)
-	defer c.settleLater(l)
+	l.setUnsettled(u)
+	defer l.settleLater()
 	if done, herr := h.ended(); done {
 		return join(herr, ErrUnavailable)
 	}
 	if l.count <= 1 {
-		c.mu.Lock()
+		l.e.mu.Lock()
 		if h.renew {
 			h.renew = false
 			l.renewing--
 		}
 		renew, e := l.renewing > 0, l.entry
-		c.mu.Unlock()
+		l.e.mu.Unlock()
 		if e != nil {
-			c.wd.SetRenew(e, renew)
+			l.e.wd.SetRenew(e, renew)
 		}
 	}
 	return wrapf(err, "unlock of %q unconfirmed (it is completed in the background; the hold's context ends then)", l.name)
@@ -332,13 +332,13 @@ func (c *Client) unconfirmed(l *ledger, h *Held, u *request, err error) error {
 // hash, to it: it must not cut them below the deadline by which the
 // watchdog would judge a loss, or another owner could be granted while a
 // Held of this one is live. (A plain release never shortens the key.)
-func (c *Client) partialLease(l *ledger, h *Held) time.Duration {
-	c.mu.Lock()
+func (l *hold) partialLease(h *Held) time.Duration {
+	l.e.mu.Lock()
 	entry := l.entry
-	lease := c.leaseAfter(l, h)
-	c.mu.Unlock()
+	lease := l.leaseAfter(h)
+	l.e.mu.Unlock()
 	if entry != nil {
-		if left := time.Until(c.wd.Deadline(entry)); left > lease {
+		if left := time.Until(l.e.wd.Deadline(entry)); left > lease {
 			lease = left.Truncate(time.Millisecond) + time.Millisecond
 		}
 	}
@@ -348,7 +348,7 @@ func (c *Client) partialLease(l *ledger, h *Held) time.Duration {
 // leaseAfter is the lease a partial release of h sets (never shortening
 // the key's expiry): the longest among the other live holds. Client.mu
 // held.
-func (c *Client) leaseAfter(l *ledger, h *Held) time.Duration {
+func (l *hold) leaseAfter(h *Held) time.Duration {
 	lease := time.Duration(0)
 	for _, o := range l.helds {
 		if o != h {
@@ -356,37 +356,37 @@ func (c *Client) leaseAfter(l *ledger, h *Held) time.Duration {
 		}
 	}
 	if lease == 0 {
-		lease = c.cfg.WatchdogTimeout
+		lease = l.e.cfg.WatchdogTimeout
 	}
 	return lease
 }
 
 // released applies a release's answer for h, holding the turn.
-func (c *Client) released(ctx context.Context, l *ledger, h *Held, res reentrant.ReleaseResult) {
+func (l *hold) released(ctx context.Context, h *Held, res reentrant.ReleaseResult) {
 	switch res {
 	case reentrant.StillHeld:
 		l.count = max(l.count-1, 1) // a hold remains in Redis, known or not
-		if c.endHeld(l, h, nil) == 0 && l.count > 0 {
-			rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
-			c.releaseStrays(rctx, l)
+		if l.endHeld(h, nil) == 0 && l.count > 0 {
+			rctx, cancel := l.e.cmdCtx(context.WithoutCancel(ctx))
+			l.releaseStrays(rctx)
 			cancel()
 		}
 	case reentrant.Released:
 		l.count = 0
-		c.kickQueue(l.p.channel(l.name))
-		if c.endHeld(l, h, nil) > 0 {
-			c.loseAll(l, observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
+		l.e.kick(l.p.channel(l.name))
+		if l.endHeld(h, nil) > 0 {
+			l.loseAll(observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
 		}
 	default:
 		l.count = 0
-		c.loseAll(l, observe.LossNotHeld, "release found the lock no longer held")
+		l.loseAll(observe.LossNotHeld, "release found the lock no longer held")
 	}
 }
 
 // endHeld ends h with cause and returns how many live holds remain; the
 // last one stops the watchdog's tracking.
-func (c *Client) endHeld(l *ledger, h *Held, cause error) int {
-	c.mu.Lock()
+func (l *hold) endHeld(h *Held, cause error) int {
+	l.e.mu.Lock()
 	before := len(l.helds)
 	l.helds = without(l.helds, h)
 	if len(l.helds) < before && h.renew {
@@ -398,12 +398,12 @@ func (c *Client) endHeld(l *ledger, h *Held, cause error) int {
 	if n == 0 {
 		l.entry = nil
 	}
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 	if e != nil {
 		if n == 0 {
-			c.wd.Remove(e)
+			l.e.wd.Remove(e)
 		} else {
-			c.wd.SetRenew(e, renew)
+			l.e.wd.SetRenew(e, renew)
 		}
 	}
 	h.finish(cause)

@@ -29,7 +29,7 @@ func TestReleaseRetriesStopWhileTheirLatchLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	c.recordMin = 0 // records live 4 leases + 4 command timeouts: 2 s
+	c.e.recordMin = 0 // records live 4 leases + 4 command timeouts: 2 s
 	other, err := New(ctx, Config{Addrs: []string{srv.DirectAddr()}})
 	if err != nil {
 		t.Fatal(err)

@@ -80,20 +80,20 @@ func (p *protocol) fenceable() error {
 // (readers): the watchdog renews them with the read lock's script.
 func (p *protocol) shared() bool { return p.mode == reentrant.ModeRead }
 
-// publish is the publish command of a release of a hold taken by p on
-// Client c: none for a spin lock.
-func (p *protocol) publish(c *Client) string {
+// publish is the publish command of a release of a hold taken by p, cmd
+// being its Client's: none for a spin lock.
+func (p *protocol) publish(cmd string) string {
 	if p.quiet {
 		return ""
 	}
-	return c.publish
+	return cmd
 }
 
 // newRelease is a release of one of l's holds, by the protocol of l's
 // last acquisition; the caller holds l's turn.
-func (c *Client) newRelease(l *ledger, lease time.Duration) reentrant.Release {
+func (l *hold) newRelease(lease time.Duration) reentrant.Release {
 	return reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: l.p.publish(c), LatchTTL: c.recordTTL(), Mode: l.p.mode}
+		RequestID: reentrant.NewRequestID(), Publish: l.p.publish(l.e.publish), LatchTTL: l.e.recordTTL(), Mode: l.p.mode}
 }
 
 // acquire runs acquisition a as p's waiters wait: at once for a re-entry
@@ -144,7 +144,7 @@ func (p *protocol) forceUnlock(ctx context.Context, m *Mutex) (bool, error) {
 	}
 	return m.forceUnlock(ctx, true, func(qctx context.Context, c *Client) (bool, error) {
 		// a spin lock's publishes nothing: Redisson's spin forceUnlock only deletes
-		return reentrant.ForceUnlock(qctx, c.rc, m.name, p.publish(c))
+		return reentrant.ForceUnlock(qctx, c.rc, m.name, p.publish(c.publish))
 	})
 }
 

@@ -171,7 +171,7 @@ type acquisition struct {
 	c        *Client
 	ctx      context.Context // the caller's, carrying the owner
 	octx     context.Context // the Observer's, from AcquireStart
-	l        *ledger
+	l        *hold
 	owner    uint64
 	o        options
 	blocking bool
@@ -205,7 +205,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 		return nil, err
 	}
 	l := c.use(m.name, m.p.field(c, owner), m.p)
-	defer c.unuse(l)
+	defer l.unuse()
 	a := &acquisition{m: m, c: c, ctx: ctx, octx: ctx, l: l, owner: owner, o: o, blocking: blocking, start: time.Now()}
 	if !blocking {
 		a.deadline = a.start.Add(o.wait)
@@ -299,7 +299,7 @@ func (a *acquisition) queued(spin *spinPolicy) (held *Held, err error) {
 // asked only whether it is free now. done reports that the call ends
 // with its result.
 func (a *acquisition) direct() (held *Held, done bool, err error) {
-	if !a.c.holds(a.l) && (a.blocking || a.o.wait != 0) {
+	if !a.l.live() && (a.blocking || a.o.wait != 0) {
 		return nil, false, nil
 	}
 	att, err := a.try()
@@ -394,9 +394,9 @@ func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, 
 
 // holds reports whether l's owner holds the lock, as far as this Client
 // knows.
-func (c *Client) holds(l *ledger) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (l *hold) live() bool {
+	l.e.mu.Lock()
+	defer l.e.mu.Unlock()
 	return len(l.helds) > 0
 }
 
@@ -430,7 +430,7 @@ func (m *Mutex) awaitHead(ctx context.Context, mb *line.Member, deadline time.Ti
 // outage (Redis unreachable, a failover in progress) is transient until
 // ctx ends. It returns the jittered delay before the next attempt.
 func (c *Client) rideOut(ctx context.Context, blocking bool, err error, bo **backoff.ExponentialBackOff) (time.Duration, bool) {
-	if !blocking || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || c.isClosed() {
+	if !blocking || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || c.e.closed() {
 		return 0, false
 	}
 	if *bo == nil {
@@ -532,13 +532,13 @@ type outcome struct {
 	position int
 }
 
-// attempt makes one acquisition attempt, holding the ledger's turn from
+// attempt makes one acquisition attempt, holding the hold's turn from
 // before the request is sent until its outcome is known, or recorded as
 // unsettled and handed to a settler. A lost reply is asked again with the
 // same request id (its answer is the request's own, never a second hold)
 // until ctx ends, the Client closes, or the lease the request would set
 // must have run out.
-func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options) (outcome, error) {
+func (m *Mutex) attempt(ctx context.Context, l *hold, owner uint64, o options) (outcome, error) {
 	c := m.c
 	if err := l.take(ctx, c.done, nil); err != nil {
 		if errors.Is(err, ErrClosed) {
@@ -557,15 +557,15 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 		// the other kind's script would read this owner's holds as its
 		// own, and its release would end them all. Checked holding the
 		// turn.
-		if c.holds(l) {
+		if l.live() {
 			return outcome{}, invalidf("%q: this owner holds it as a %s lock and cannot take it as a %s lock too", m.name, l.p.mode, o.p.mode)
 		}
-		if err := c.dropOtherKind(ctx, l); err != nil {
+		if err := l.retire(ctx); err != nil {
 			return outcome{}, join(ErrNotAcquired, err, context.Cause(ctx))
 		}
 	}
 	l.p = o.p
-	if o.p.once && c.holds(l) {
+	if o.p.once && l.live() {
 		// Checked holding the turn: two goroutines of one owner cannot
 		// both pass it.
 		return outcome{}, join(ErrNotAcquired, fmt.Errorf("%w: %s", ErrReentered, m.name))
@@ -574,7 +574,7 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 	// take: an outage is the caller's to ride out, not this attempt's.
 	if l.unsettled != nil { // (no timer for the common case)
 		sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
-		err := c.settle(sctx, l, stops{a: c.done})
+		err := l.settle(sctx, stops{a: c.done})
 		cancel()
 		if err != nil {
 			return outcome{}, join(ErrNotAcquired, err)
@@ -597,18 +597,18 @@ func (m *Mutex) attempt(ctx context.Context, l *ledger, owner uint64, o options)
 // is settled, and its strays (holds nobody has) are released, with their
 // own kind's scripts, since the new kind's would count them as its own.
 // The field keeps its kind while anything is left: that is an error.
-func (c *Client) dropOtherKind(ctx context.Context, l *ledger) error {
+func (l *hold) retire(ctx context.Context) error {
 	if l.unsettled == nil && l.count == 0 {
 		return nil
 	}
-	sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
+	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
 	defer cancel()
-	if err := c.settle(sctx, l, stops{a: c.done}); err != nil {
+	if err := l.settle(sctx, stops{a: l.e.done}); err != nil {
 		return err
 	}
-	c.releaseStrays(sctx, l)
+	l.releaseStrays(sctx)
 	if l.unsettled != nil || l.count > 0 {
-		return masterErr(c.at(l.name), "acquire", fmt.Errorf("%w: holds this owner took as a %s lock are still in Redis and could not be released yet", ErrUnavailable, l.p.mode))
+		return masterErr(l.e.at(l.name), "acquire", fmt.Errorf("%w: holds this owner took as a %s lock are still in Redis and could not be released yet", ErrUnavailable, l.p.mode))
 	}
 	return nil
 }
@@ -617,13 +617,13 @@ func (c *Client) dropOtherKind(ctx context.Context, l *ledger) error {
 // applies its answer; again reports that attempt must send a new one
 // (holds were found lost, or a grant was given back: it came too late, or
 // no replica acknowledged it, which unsynced counts).
-func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
+func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
 	s, err := c.sync(ctx, m.name)
 	if err != nil {
 		return outcome{}, false, join(ErrNotAcquired, masterErr(c.at(m.name), "acquire", err))
 	}
-	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: c.known(ctx, l, o.fenced),
+	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: l.known(ctx, o.fenced),
 		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: s, Mode: o.p.mode,
 		Wait: c.cfg.FairLockWaitTimeout}
 	if o.fair != nil {
@@ -641,7 +641,7 @@ func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options,
 	case reentrant.Fewer:
 		// Holds of this owner were lost (expired, deleted, taken):
 		// tell their Helds, then acquire afresh.
-		c.reconcile(l, res.Count)
+		l.reconcile(res.Count)
 		if ctx.Err() != nil { // a re-entry with the lost hold's context
 			return outcome{}, false, join(ErrNotAcquired, context.Cause(ctx))
 		}
@@ -656,17 +656,17 @@ func (m *Mutex) request(ctx context.Context, l *ledger, owner uint64, o options,
 	// that timed out, or one after a copy sent again (the copy that ran
 	// was not the one it followed), leaves it unconfirmed.
 	unconfirmed := req.Sync.Replicas > 0 && (res.Acked <= 0 || sends > 1)
-	if ctx.Err() == nil && !c.isClosed() && !late && !unconfirmed {
-		return outcome{held: c.record(ctx, l, owner, o, lease, sent, res)}, false, nil
+	if ctx.Err() == nil && !c.e.closed() && !late && !unconfirmed {
+		return outcome{held: l.record(ctx, c, owner, o, lease, sent, res)}, false, nil
 	}
 	return m.unusable(ctx, l, req.Sync, unconfirmed && !late, unsynced)
 }
 
 // unusable gives back a grant that cannot be used (see request); again
 // reports that attempt must send a new request.
-func (m *Mutex) unusable(ctx context.Context, l *ledger, s reentrant.Sync, unconfirmed bool, unsynced *int) (out outcome, again bool, err error) {
+func (m *Mutex) unusable(ctx context.Context, l *hold, s reentrant.Sync, unconfirmed bool, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
-	if err := c.unwanted(ctx, l); err != nil {
+	if err := l.unwanted(ctx); err != nil {
 		return outcome{}, false, err
 	}
 	if unconfirmed {
@@ -680,13 +680,13 @@ func (m *Mutex) unusable(ctx context.Context, l *ledger, s reentrant.Sync, uncon
 // send sends an acquire request, asking again after a lost reply until
 // the lease it would set must have run out: a later answer could not be
 // used. A request whose answer could not be had is recorded as unsettled.
-func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireRequest, sent time.Time) (reentrant.AcquireResult, int, error) {
+func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest, sent time.Time) (reentrant.AcquireResult, int, error) {
 	c := m.c
 	until := sent.Add(req.Lease - c.wd.Margin(req.Lease))
 	var res reentrant.AcquireResult
 	sends := 0
 	unknown := false // some send's outcome is unknown: it may have run
-	err := c.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, stops{a: c.done}, func(actx context.Context) (err error) {
+	err := c.e.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, stops{a: c.done}, func(actx context.Context) (err error) {
 		sends++
 		res, err = req.Run(actx, c.rc)
 		if err != nil && isReply(err) {
@@ -701,7 +701,7 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 	if err == nil {
 		c.acked(m.name, req.Sync, res.Acked)
 		if sends > 1 {
-			c.fence(ctx, l, req.RequestID, sent)
+			l.fence(ctx, req.RequestID, sent)
 		}
 		return res, sends, nil
 	}
@@ -711,8 +711,8 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 		// answered with an error reply, such as a replica's
 		// READONLY, did not run: the script changes nothing before
 		// the last command Redis could refuse.)
-		c.setUnsettled(l, &request{id: req.RequestID, sent: sent})
-		c.settleLater(l)
+		l.setUnsettled(&request{id: req.RequestID, sent: sent})
+		l.settleLater()
 	}
 	if errors.Is(err, ErrClosed) {
 		return res, sends, err
@@ -726,13 +726,13 @@ func (m *Mutex) send(ctx context.Context, l *ledger, req reentrant.AcquireReques
 // hold nobody knows of, keeping everyone out for a lease). Settled, such a
 // copy finds its record and changes nothing. A lost answer leaves it to a
 // settler, before any later request of the field.
-func (c *Client) fence(ctx context.Context, l *ledger, id string, sent time.Time) {
-	c.setUnsettled(l, &request{id: id, sent: sent})
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
-	err := c.settle(sctx, l, stops{a: c.done})
+func (l *hold) fence(ctx context.Context, id string, sent time.Time) {
+	l.setUnsettled(&request{id: id, sent: sent})
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
+	err := l.settle(sctx, stops{a: l.e.done})
 	cancel()
 	if err != nil && l.unsettled != nil {
-		c.settleLater(l)
+		l.settleLater()
 	}
 }
 
@@ -741,10 +741,10 @@ func (c *Client) fence(ctx context.Context, l *ledger, id string, sent time.Time
 // too late to be used, before anyone else can act on this field. It
 // returns the call's error, or nil when a late answer is to be tried
 // again.
-func (c *Client) unwanted(ctx context.Context, l *ledger) error {
-	gerr := c.giveBack(ctx, l)
+func (l *hold) unwanted(ctx context.Context) error {
+	gerr := l.giveBack(ctx)
 	switch {
-	case c.isClosed():
+	case l.e.closed():
 		return join(ErrClosed, gerr)
 	case ctx.Err() != nil:
 		return join(ErrNotAcquired, context.Cause(ctx), gerr)
@@ -762,13 +762,13 @@ func (c *Client) unwanted(ctx context.Context, l *ledger) error {
 // released first. So the count stays that of the live Helds. A fenced
 // acquisition adopts nothing (it must take a token of its own): it
 // releases every stray first.
-func (c *Client) known(ctx context.Context, l *ledger, fenced bool) int {
-	if l.count == 0 || c.holds(l) {
+func (l *hold) known(ctx context.Context, fenced bool) int {
+	if l.count == 0 || l.live() {
 		return l.count
 	}
 	if l.count > 1 || fenced {
-		rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
-		c.releaseStrays(rctx, l)
+		rctx, cancel := l.e.cmdCtx(context.WithoutCancel(ctx))
+		l.releaseStrays(rctx)
 		cancel()
 		if l.count != 1 || l.unsettled != nil || fenced {
 			return l.count
@@ -780,10 +780,10 @@ func (c *Client) known(ctx context.Context, l *ledger, fenced bool) int {
 // record makes the Held of an acquisition, holding the turn, and has the
 // watchdog track it: a new entry for a first hold, the same one for a
 // re-entry.
-func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
+func (l *hold) record(ctx context.Context, c *Client, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
 	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
 		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
-	c.mu.Lock()
+	l.e.mu.Lock()
 	first := l.entry == nil
 	l.helds = append(l.helds, held)
 	if held.renew {
@@ -792,12 +792,12 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 	renew := l.renewing > 0
 	if first {
 		h := reentrant.Hold{Name: l.name, Field: l.field, Read: o.p.shared()}
-		l.entry = c.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { c.onLost(l, e, le) })
+		l.entry = l.e.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { l.onLost(e, le) })
 	} else {
-		c.wd.Extend(l.entry, lease, sent)
-		c.wd.SetRenew(l.entry, renew)
+		l.e.wd.Extend(l.entry, lease, sent)
+		l.e.wd.SetRenew(l.entry, renew)
 	}
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 	return held
 }
 
@@ -810,25 +810,25 @@ func (c *Client) record(ctx context.Context, l *ledger, owner uint64, o options,
 // (a fair lock) queue the field, that nobody has. When it cannot be
 // settled now, the grant is left to the settler, which settles and then
 // releases it as a hold nobody has.
-func (c *Client) giveBack(ctx context.Context, l *ledger) error {
+func (l *hold) giveBack(ctx context.Context) error {
 	if l.unsettled != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.cfg.CommandTimeout)
-		err := c.settle(sctx, l, stops{a: c.done})
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
+		err := l.settle(sctx, stops{a: l.e.done})
 		cancel()
 		if err != nil {
-			c.settleLater(l)
+			l.settleLater()
 			return err
 		}
 	}
-	r := c.newRelease(l, c.cfg.WatchdogTimeout)
+	r := l.newRelease(l.e.cfg.WatchdogTimeout)
 	sent := time.Now()
-	rctx, cancel := c.cmdCtx(context.WithoutCancel(ctx))
+	rctx, cancel := l.e.cmdCtx(context.WithoutCancel(ctx))
 	defer cancel()
-	res, _, err := c.sendRelease(rctx, r, stops{})
+	res, _, err := l.e.sendRelease(rctx, r, stops{})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			c.setUnsettled(l, &request{id: r.RequestID, sent: sent})
-			c.settleLater(l)
+			l.setUnsettled(&request{id: r.RequestID, sent: sent})
+			l.settleLater()
 		}
 		return err
 	}
@@ -841,9 +841,9 @@ func (c *Client) giveBack(ctx context.Context, l *ledger) error {
 }
 
 // isClosed reports whether Close has begun.
-func (c *Client) isClosed() bool {
+func (e *env) closed() bool {
 	select {
-	case <-c.done:
+	case <-e.done:
 		return true
 	default:
 		return false

@@ -129,7 +129,7 @@ func (m *Mutex) forceUnlock(ctx context.Context, always bool, send func(context.
 		return false, err
 	}
 	defer c.exit()
-	qctx, cancel := c.cmdCtx(ctx)
+	qctx, cancel := c.e.cmdCtx(ctx)
 	deleted, err := send(qctx, c)
 	cancel()
 	if err != nil {
@@ -151,7 +151,7 @@ func (m *Mutex) query(ctx context.Context, op string, build func(rueidis.Client)
 		return err
 	}
 	defer c.exit()
-	qctx, cancel := c.cmdCtx(ctx)
+	qctx, cancel := c.e.cmdCtx(ctx)
 	defer cancel()
 	res := c.rc.Do(qctx, build(c.rc))
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {

@@ -246,7 +246,7 @@ func (c *Client) askReplicas(ctx context.Context, addr string) (int, error) {
 			return 0, fmt.Errorf("no connection to %s", addr)
 		}
 	}
-	actx, cancel := c.cmdCtx(ctx)
+	actx, cancel := c.e.cmdCtx(ctx)
 	defer cancel()
 	role, err := node.Do(actx, node.B().Role().Build()).ToArray()
 	if err != nil {

@@ -8,11 +8,11 @@ import (
 	"github.com/rlock-go/rlock/integration"
 )
 
-// A hold ended by a loss (the watchdog's onLost) leaves its ledger in
-// Client.ledgers for ever: onLost empties l.helds but nobody calls unuse
-// afterwards, and the Held's Unlock returns its LostError before useLedger.
+// A hold ended by a loss (the watchdog's onLost) leaves its hold in
+// Client.holds for ever: onLost empties l.helds but nobody calls unuse
+// afterwards, and the Held's Unlock returns its LostError before useHold.
 // Every Lock without an owner gets a fresh owner, so each lost lock leaks
-// one ledger until Close.
+// one hold until Close.
 func TestReviewLostHoldLeavesNoLedger(t *testing.T) {
 	srv := integration.Redis(t, integration.Options{})
 	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
@@ -30,9 +30,9 @@ func TestReviewLostHoldLeavesNoLedger(t *testing.T) {
 		time.Sleep(80 * time.Millisecond) // the key expires in Redis too
 	}
 	c.mu.Lock()
-	n := len(c.ledgers)
+	n := len(c.index)
 	c.mu.Unlock()
 	if n != 0 {
-		t.Fatalf("%d ledgers left after 20 lost holds, all Unlocked", n)
+		t.Fatalf("%d holds left after 20 lost holds, all Unlocked", n)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/rlock-go/rlock/reentrant"
 )
 
-// Review (ledger rebuild): tests of suspected defects. They fail at
+// Review (hold rebuild): tests of suspected defects. They fail at
 // b7097e6.
 
 // isSettle matches the settlement script of the lock called name (an
@@ -37,7 +37,7 @@ func isRenew(name string) integration.MatchFunc {
 
 // A cancelled Lock whose give-back is lost leaves a stray hold (count 1,
 // no Held). Close(context.Background()) settles it, then releases the stray
-// with no bound: closeLedger's retry has ctx=Background and stop=nil (no
+// with no bound: closeHold's retry has ctx=Background and stop=nil (no
 // Held, so no lost channel). If the master stops answering after the
 // settlement, Close never returns. docs/safety.md §6: "Unlock and Close
 // against a dead master end when the lease is judged run out".
@@ -89,7 +89,7 @@ func TestReviewCloseWithAStrayIsBounded(t *testing.T) {
 				buf := make([]byte, 1<<20)
 				buf = buf[:runtime.Stack(buf, true)]
 				for _, g := range strings.Split(string(buf), "\n\n") {
-					if strings.Contains(g, "closeLedger") {
+					if strings.Contains(g, "closeHold") {
 						t.Log(g)
 					}
 				}
@@ -100,7 +100,7 @@ func TestReviewCloseWithAStrayIsBounded(t *testing.T) {
 }
 
 // Close releases every hold while the watchdog still runs and the entry
-// is not marked busy (closeLedger, unlike Unlock, does not Begin; endClosed
+// is not marked busy (closeHold, unlike Unlock, does not Begin; endClosed
 // removes the entry only after the release loop). A renewal that reaches
 // Redis after Close's release deleted the key answers 0 and the watchdog
 // reports a loss: the Held ends with a *LostError ("renewal found the lock

@@ -7,8 +7,8 @@ package lock
 // Mutexes, so Lock, TryLock, Held, Unlock, the watchdog, options and
 // package multilock work unchanged. What differs is decided by the kind:
 //   - the field: a reader is "<client id>:<owner>", a writer the same with
-//     ":write" (two ledgers per owner, so a writer's reads and its write
-//     hold are counted, ordered and settled apart; each ledger's turn
+//     ":write" (two holds per owner, so a writer's reads and its write
+//     hold are counted, ordered and settled apart; each hold's turn
 //     serialises its own field's count-changing commands, as for any
 //     Mutex, and no command changes the other field's count);
 //   - the scripts (package reentrant's ModeRead and ModeWrite): a read
@@ -33,7 +33,7 @@ package lock
 // readers can keep a writer waiting), and a reader never waits for a
 // local writer to acquire first.
 //
-// Owner state: the ledgers as for any Mutex (ledger.go); a share call's
+// Owner state: the holds as for any Mutex (hold.go); a share call's
 // Waiter and backoff are its goroutine's own; nothing else is added to
 // the Client.
 
@@ -120,15 +120,15 @@ func (rw *ReadWriteMutex) ForceUnlock(ctx context.Context) (bool, error) {
 // force-unlocked.
 func (c *Client) loseName(name string) {
 	c.mu.Lock()
-	var lost []*ledger
-	for _, l := range c.ledgers {
+	var lost []*hold
+	for _, l := range c.index {
 		if l.name == name {
 			lost = append(lost, l)
 		}
 	}
 	c.mu.Unlock()
 	for _, l := range lost {
-		c.loseAll(l, observe.LossForceUnlocked, "force-unlocked by this client")
+		l.loseAll(observe.LossForceUnlocked, "force-unlocked by this client")
 	}
 }
 
@@ -136,7 +136,7 @@ func (c *Client) loseName(name string) {
 // read lock of the same name and not its write lock (protocol.upgrade).
 func (c *Client) upgrade(m *Mutex, owner uint64) error {
 	c.mu.Lock()
-	r, w := c.ledgers[key(m.name, readProtocol.field(c, owner))], c.ledgers[key(m.name, writeProtocol.field(c, owner))]
+	r, w := c.index[key(m.name, readProtocol.field(c, owner))], c.index[key(m.name, writeProtocol.field(c, owner))]
 	reads := r != nil && len(r.helds) > 0 && (w == nil || len(w.helds) == 0)
 	c.mu.Unlock()
 	if reads {
@@ -241,7 +241,7 @@ func (m *Mutex) isLockedHalf(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	defer c.exit()
-	qctx, cancel := c.cmdCtx(ctx)
+	qctx, cancel := c.e.cmdCtx(ctx)
 	locked, err := reentrant.IsLockedRW(qctx, c.rc, m.name, m.p.mode)
 	cancel()
 	if err != nil {

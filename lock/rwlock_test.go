@@ -584,7 +584,7 @@ func TestRWLostReplies(t *testing.T) {
 }
 
 // Goroutines sharing one owner take and release the read lock at once:
-// the ledger orders their requests, and the count Redis keeps matches.
+// the hold orders their requests, and the count Redis keeps matches.
 func TestRWSharedOwnerReads(t *testing.T) {
 	c := newClient(t, lock.Config{})
 	other := newClient(t, lock.Config{})

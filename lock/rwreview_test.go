@@ -124,7 +124,7 @@ func TestReviewRWReleasingTheLongReadThenRenewalsFail(t *testing.T) {
 // Review R3 (misuse, one name as two kinds): the reader field is the
 // plain lock's field, so an owner holding the read lock "re-enters" the
 // plain Mutex of the same name (acquire_counted finds its field) while
-// another owner reads: an exclusive Held beside a reader. The ledger's
+// another owner reads: an exclusive Held beside a reader. The hold's
 // kind then follows that acquisition, and the read hold's Unlock sends
 // the plain release, which deletes the whole hash (the other reader's
 // hold with it) and publishes on the plain lock's channel.
@@ -156,7 +156,7 @@ func TestReviewRWPlainMutexOfAReadLockedName(t *testing.T) {
 // Soundness check (passes): one owner holds the write lock and a read;
 // the reply of one release is lost (the write release that flips the mode
 // to read, or the read release under the write hold), the other release
-// follows at once on the other ledger. Both holds end plainly, nothing is
+// follows at once on the other hold. Both holds end plainly, nothing is
 // left, and another client's writer gets the lock.
 func TestReviewRWOwnerWithBothHalvesLostReleaseReplies(t *testing.T) {
 	srv := integrationRedis(t)

@@ -155,7 +155,7 @@ func (c *Client) followMaster(ctx context.Context) {
 		// The scripts first, so that the waiters' attempts and the next
 		// renewals are one round trip; if this fails, a NOSCRIPT answer
 		// sends them as EVAL.
-		lctx, cancel := c.cmdCtx(ctx)
+		lctx, cancel := c.e.cmdCtx(ctx)
 		_ = reentrant.Load(lctx, c.rc)
 		cancel()
 		if h, ok := c.hub.(*pubsub.Hub); ok {

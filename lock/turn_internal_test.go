@@ -9,11 +9,11 @@ import (
 )
 
 // TestTurnExcludesAndIsNeverLost has goroutines take and give one
-// ledger's turn, a third of them with a context that ends while they
+// hold's turn, a third of them with a context that ends while they
 // wait (some as the turn is handed to them): no two hold it at once, and
 // once all are done the turn is free, with no channel left.
 func TestTurnExcludesAndIsNeverLost(t *testing.T) {
-	l := &ledger{}
+	l := &hold{}
 	var inside, taken, gaveUp atomic.Int32
 	var wg sync.WaitGroup
 	for g := range 12 {
@@ -60,9 +60,9 @@ func TestTurnExcludesAndIsNeverLost(t *testing.T) {
 // TestTurnServesWaitersInOrder: waiters that came one after another are
 // handed the turn in that order.
 func TestTurnServesWaitersInOrder(t *testing.T) {
-	l := &ledger{}
+	l := &hold{}
 	if !l.tryTake() {
-		t.Fatal("a new ledger's turn is taken")
+		t.Fatal("a new hold's turn is taken")
 	}
 	if l.tryTake() {
 		t.Fatal("tryTake took a taken turn")
@@ -105,7 +105,7 @@ func TestTurnServesWaitersInOrder(t *testing.T) {
 // closes and with errLostWhileWaiting when lost closes, and leaves the
 // turn with its holder.
 func TestTurnWaitEndsOnStopAndLoss(t *testing.T) {
-	l := &ledger{}
+	l := &hold{}
 	if err := l.take(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}

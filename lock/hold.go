@@ -6,19 +6,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
 )
 
-// A ledger is the Client's account of one lock held by one holder field
+// A hold is the Client's account of one lock held by one holder field
 // "<client id>:<owner>": the only place where the field's hold count is
 // known, and the one order in which it changes.
 //
 // Order. Every Redis command that can change the field's count on this
 // lock (an acquire, a re-entry, a release, the give-back of a cancelled
 // Lock, the settlement of a request whose answer was lost) is sent by the
-// goroutine holding the ledger's turn, and the turn is kept until that
+// goroutine holding the hold's turn, and the turn is kept until that
 // command's outcome is known or recorded as unsettled. So no two such
 // commands of one field are ever in flight together, and no reordering
 // across rueidis connections can put one before another. Renewals do not
@@ -29,8 +31,9 @@ import (
 //   - turn, busy and waiters: guarded by tmu;
 //   - users, helds, entry, renewing: guarded by Client.mu;
 //   - a Held's own state: guarded by Held.mu.
-type ledger struct {
+type hold struct {
 	name, field string
+	e           *env // its Client's, shared by all its holds
 	// busy is set while the turn is taken. turn (capacity 1) is made
 	// only when a take must wait, and give hands the turn over through
 	// it; the give that leaves nobody waiting drops it: a channel costs
@@ -46,24 +49,54 @@ type ledger struct {
 	// guarded by Client.mu
 	helds    []*Held
 	entry    *watchdog.Entry // nil when nothing is held
-	users    int32           // goroutines using the ledger; it is dropped when 0 and nothing is held
+	users    int32           // goroutines using the hold; it is dropped when 0 and nothing is held
 	renewing int32           // live helds taken without Lease
 
 	waiters int32     // guarded by tmu: takes waiting on turn (it is kept while any is)
-	keep    bool      // guarded by Client.mu: an unsettled request is recorded, never drop the ledger
+	keep    bool      // guarded by Client.mu: an unsettled request is recorded, never drop the hold
 	p       *protocol // guarded by the turn: the last acquisition's kind, which the field's releases follow
 
 	// fair is the field's place in a fair lock's queue (FairMutex),
 	// made by its first request that joins the queue; guarded by the turn.
-	fair *fairLedger
+	fair *fairPlace
 }
 
-// fairLedger is a field's place in a fair lock's queue in Redis: how many
+// env is what a hold uses of its Client, and nothing else: the hold has
+// no *Client. One per Client, made by newClient, which fills in wd,
+// publish and settleCtx as it makes them; no field changes once newClient
+// has returned.
+type env struct {
+	rc      rueidis.Client
+	cfg     Config
+	wd      *watchdog.Registry
+	obs     *observe.Observer
+	publish string        // the command a release publishes with (Redisson's PUBLISH or SPUBLISH)
+	done    chan struct{} // closed by Close
+
+	// mu is the Client's guard of its holds map (index), which also
+	// guards each hold's helds, entry, users, renewing and keep.
+	mu    *sync.Mutex
+	index map[holdKey]*hold
+
+	recordMin time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
+	latches   chan string     // answered releases' unlock latches, for the cleaner
+	settleCtx context.Context // ends settlers: cancelled by Close
+	settling  *sync.WaitGroup // settlers of unsettled requests, joined by Close
+
+	at    func(name string) string // the master that owns name, for the watchdog
+	errAt func(name string) string // the node named in errors about name
+	// sync is the replica sync a request on name goes out with (replicas.go).
+	sync  func(ctx context.Context, name string) (reentrant.Sync, error)
+	acked func(name string, s reentrant.Sync, acked int) // a WAIT's answer, for the replica count
+	kick  func(channel string)                           // wakes this Client's waiters of channel
+}
+
+// fairPlace is a field's place in a fair lock's queue in Redis: how many
 // of its acquisitions may be queued (goroutines sharing an owner share
 // the one place), the wait it last joined with, and whether it must leave
 // (the last of them gave up; it leaves once no request of the field may
-// still run). Guarded by the ledger's turn.
-type fairLedger struct {
+// still run). Guarded by the hold's turn.
+type fairPlace struct {
 	queued int32
 	leave  bool
 	wait   time.Duration
@@ -76,46 +109,46 @@ type request struct {
 	sent    time.Time // its first send
 }
 
-// use returns the ledger of (name, field), made with protocol p if it is
+// use returns the hold of (name, field), made with protocol p if it is
 // new, counting the caller as a user until unuse.
-func (c *Client) use(name, field string, p *protocol) *ledger {
+func (c *Client) use(name, field string, p *protocol) *hold {
 	k := key(name, field)
 	c.mu.Lock()
-	l := c.ledgers[k]
+	l := c.index[k]
 	if l == nil {
-		l = &ledger{name: name, field: field, p: p}
-		c.ledgers[k] = l
+		l = &hold{name: name, field: field, p: p, e: c.e}
+		c.index[k] = l
 	}
 	l.users++
 	c.mu.Unlock()
 	return l
 }
 
-// useLedger counts the caller as a user of a ledger it already has.
-func (c *Client) useLedger(l *ledger) {
-	c.mu.Lock()
+// useHold counts the caller as a user of a hold it already has.
+func (l *hold) use() {
+	l.e.mu.Lock()
 	l.users++
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 }
 
-// unuse ends a use; the ledger is dropped when it has no user and holds
-// nothing. A ledger with an unsettled request keeps a user (its settler).
-func (c *Client) unuse(l *ledger) {
-	c.mu.Lock()
+// unuse ends a use; the hold is dropped when it has no user and holds
+// nothing. A hold with an unsettled request keeps a user (its settler).
+func (l *hold) unuse() {
+	l.e.mu.Lock()
 	l.users--
 	if l.users == 0 && len(l.helds) == 0 && !l.keep {
-		if c.ledgers[key(l.name, l.field)] == l {
-			delete(c.ledgers, key(l.name, l.field))
+		if l.e.index[key(l.name, l.field)] == l {
+			delete(l.e.index, key(l.name, l.field))
 		}
 	}
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 }
 
 // take takes l's turn, waiting until ctx ends, stop closes or lost closes.
 // A free turn is taken with no channel; waiters wait on the turn channel
 // (made by the first of them) and are served in the order they came (the
 // channel's receive queue): give hands the turn to the first directly.
-func (l *ledger) take(ctx context.Context, stop, lost <-chan struct{}) error {
+func (l *hold) take(ctx context.Context, stop, lost <-chan struct{}) error {
 	l.tmu.Lock()
 	if !l.busy {
 		l.busy = true
@@ -153,7 +186,7 @@ func (l *ledger) take(ctx context.Context, stop, lost <-chan struct{}) error {
 }
 
 // tryTake takes the turn if it is free, without waiting.
-func (l *ledger) tryTake() bool {
+func (l *hold) tryTake() bool {
 	l.tmu.Lock()
 	defer l.tmu.Unlock()
 	if l.busy {
@@ -167,7 +200,7 @@ var errLostWhileWaiting = errors.New("rlock: hold ended while waiting")
 
 // give gives the turn back: to the first waiter, if any, else it frees it
 // and drops the channel.
-func (l *ledger) give() {
+func (l *hold) give() {
 	l.tmu.Lock()
 	l.passLocked()
 	l.tmu.Unlock()
@@ -177,7 +210,7 @@ func (l *ledger) give() {
 // nobody waits. Only the turn's holder calls it (give, or a waiter that
 // was handed the turn as its wait ended), so the channel's one slot is
 // empty. Holding tmu.
-func (l *ledger) passLocked() {
+func (l *hold) passLocked() {
 	if l.waiters > 0 {
 		l.turn <- struct{}{}
 		return
@@ -188,58 +221,58 @@ func (l *ledger) passLocked() {
 
 // recordTTL is how long a request's record (its unlock latch, or the
 // settlement's fence) lives: longer than any retry of the request.
-func (c *Client) recordTTL() time.Duration {
-	return max(c.recordMin, 4*c.cfg.WatchdogTimeout+4*c.cfg.CommandTimeout)
+func (e *env) recordTTL() time.Duration {
+	return max(e.recordMin, 4*e.cfg.WatchdogTimeout+4*e.cfg.CommandTimeout)
 }
 
 // retryHorizon is the last moment a request first sent at sent may be
 // sent again: every copy sent until then runs (or never does) while the
 // record the first copy left still lives, so that it is answered by that
 // record rather than applied twice.
-func (c *Client) retryHorizon(sent time.Time) time.Time {
-	return sent.Add(c.recordTTL() - 2*c.cfg.CommandTimeout)
+func (e *env) retryHorizon(sent time.Time) time.Time {
+	return sent.Add(e.recordTTL() - 2*e.cfg.CommandTimeout)
 }
 
 // settle resolves l's unsettled request, if any, holding the turn: after
 // it, the request can no longer change the count, and the count is
 // exact. It retries lost answers until ctx ends or st stops it. A settled
 // release ends its Held as the release would have.
-func (c *Client) settle(ctx context.Context, l *ledger, st stops) error {
+func (l *hold) settle(ctx context.Context, st stops) error {
 	u := l.unsettled
 	if u == nil {
 		return nil
 	}
-	s := reentrant.Settle{Name: l.name, Field: l.field, RequestID: u.id, RecordTTL: c.recordTTL()}
+	s := reentrant.Settle{Name: l.name, Field: l.field, RequestID: u.id, RecordTTL: l.e.recordTTL()}
 	var out reentrant.Settled
-	err := c.retry(ctx, l.name, "settle", st, func(actx context.Context) (err error) {
-		out, err = s.Run(actx, c.rc)
+	err := l.e.retry(ctx, l.name, "settle", st, func(actx context.Context) (err error) {
+		out, err = s.Run(actx, l.e.rc)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	c.setUnsettled(l, nil)
+	l.setUnsettled(nil)
 	if u.release != nil && out.Release != reentrant.Fenced {
 		// The release ran: its hold is gone.
 		u.release.mu.Lock()
 		u.release.late = u.release.late || !u.release.done
 		u.release.mu.Unlock()
-		if c.endHeld(l, u.release, nil) > 0 && out.Release == reentrant.Released {
-			c.loseAll(l, observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
+		if l.endHeld(u.release, nil) > 0 && out.Release == reentrant.Released {
+			l.loseAll(observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
 		}
 	}
-	c.reconcile(l, out.Count)
+	l.reconcile(out.Count)
 	if u.release != nil && out.Release == reentrant.Fenced {
-		if time.Now().After(c.retryHorizon(u.sent)) {
+		if time.Now().After(l.e.retryHorizon(u.sent)) {
 			// Its latch may have expired: "not run" cannot be told from
 			// "ran, and its record is gone". Releasing again could take a
 			// hold twice; report the loss instead.
-			c.loseAll(l, observe.LossNotHeld, "the outcome of a release is unknown: its record expired before it could be settled")
+			l.loseAll(observe.LossNotHeld, "the outcome of a release is unknown: its record expired before it could be settled")
 			return nil
 		}
 		// The release never ran: its Unlock failed, and the hold is
 		// still there. Release it now, as its Unlock asked.
-		return c.finishRelease(ctx, l, u.release)
+		return l.finishRelease(ctx, u.release)
 	}
 	return nil
 }
@@ -247,23 +280,23 @@ func (c *Client) settle(ctx context.Context, l *ledger, st stops) error {
 // finishRelease releases h, whose Unlock failed and whose release was
 // found not to have run, holding the turn. A lost answer leaves it
 // unsettled again.
-func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
+func (l *hold) finishRelease(ctx context.Context, h *Held) error {
 	if done, _ := h.ended(); done {
 		return nil
 	}
-	r := c.newRelease(l, c.partialLease(l, h))
+	r := l.newRelease(l.partialLease(h))
 	sent := time.Now()
-	res, _, err := c.sendRelease(ctx, r, stops{held: h})
+	res, _, err := l.e.sendRelease(ctx, r, stops{held: h})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			c.setUnsettled(l, &request{id: r.RequestID, release: h, sent: sent})
+			l.setUnsettled(&request{id: r.RequestID, release: h, sent: sent})
 		}
 		return err
 	}
 	h.mu.Lock()
 	h.late = !h.done
 	h.mu.Unlock()
-	c.released(ctx, l, h, res)
+	l.released(ctx, h, res)
 	return nil
 }
 
@@ -272,59 +305,59 @@ func (c *Client) finishRelease(ctx context.Context, l *ledger, h *Held) error {
 // (which one lost its hold cannot be told). More means stray holds
 // nobody has (an acquire that ran after its caller gave up): they are
 // released once no Held remains.
-func (c *Client) reconcile(l *ledger, count int) {
+func (l *hold) reconcile(count int) {
 	l.count = count
-	c.mu.Lock()
+	l.e.mu.Lock()
 	n := len(l.helds)
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 	if count < n {
-		c.loseAll(l, observe.LossNotHeld, "Redis holds fewer holds of this owner than it has")
+		l.loseAll(observe.LossNotHeld, "Redis holds fewer holds of this owner than it has")
 	}
 }
 
 // loseAll ends every live Held of l with a LostError and stops tracking.
-func (c *Client) loseAll(l *ledger, kind observe.LossKind, reason string) {
-	c.mu.Lock()
+func (l *hold) loseAll(kind observe.LossKind, reason string) {
+	l.e.mu.Lock()
 	e := l.entry
-	c.mu.Unlock()
-	if e == nil || !c.wd.Lose(e, kind, reason) {
+	l.e.mu.Unlock()
+	if e == nil || !l.e.wd.Lose(e, kind, reason) {
 		// Not tracked (or already judged): end what is left directly.
-		c.onLost(l, e, &watchdog.LossError{Name: l.name, Kind: kind, Reason: reason})
+		l.onLost(e, &watchdog.LossError{Name: l.name, Kind: kind, Reason: reason})
 	}
 }
 
 // onLost ends every live Held of l's entry e with a LostError: the
 // watchdog's report, or loseAll's.
-func (c *Client) onLost(l *ledger, e *watchdog.Entry, le *watchdog.LossError) {
-	lost := &LostError{Name: l.name, Addr: c.at(l.name), Kind: le.Kind, Reason: le.Reason}
+func (l *hold) onLost(e *watchdog.Entry, le *watchdog.LossError) {
+	lost := &LostError{Name: l.name, Addr: l.e.at(l.name), Kind: le.Kind, Reason: le.Reason}
 	if le.Err != nil {
-		lost.Err = masterErr(c.errAt(l.name), "renew", le.Err)
+		lost.Err = masterErr(l.e.errAt(l.name), "renew", le.Err)
 	}
-	c.mu.Lock()
+	l.e.mu.Lock()
 	if l.entry != e {
-		c.mu.Unlock()
+		l.e.mu.Unlock()
 		return // an earlier generation of holds, already ended
 	}
 	l.entry = nil
 	helds := l.helds
 	l.helds, l.renewing = nil, 0
-	if l.users == 0 && !l.keep && c.ledgers[key(l.name, l.field)] == l {
-		delete(c.ledgers, key(l.name, l.field)) // nobody uses it any more
+	if l.users == 0 && !l.keep && l.e.index[key(l.name, l.field)] == l {
+		delete(l.e.index, key(l.name, l.field)) // nobody uses it any more
 	}
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 	for _, h := range helds {
 		h.finish(lost)
 	}
-	if c.obs != nil && c.obs.Loss != nil && len(helds) > 0 {
-		c.obs.Loss(helds[0].context(), observe.Loss{Name: l.name, Addr: c.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
+	if l.e.obs != nil && l.e.obs.Loss != nil && len(helds) > 0 {
+		l.e.obs.Loss(helds[0].context(), observe.Loss{Name: l.name, Addr: l.e.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
 	}
 }
 
 // retry runs send until it returns nil or a server error, retrying
 // network failures with a growing delay until ctx ends or st stops it.
 // Each send is bounded by CommandTimeout.
-func (c *Client) retry(ctx context.Context, name, op string, st stops, send func(context.Context) error) error {
-	return c.retryFor(ctx, name, op, 0, time.Time{}, st, send)
+func (e *env) retry(ctx context.Context, name, op string, st stops, send func(context.Context) error) error {
+	return e.retryFor(ctx, name, op, 0, time.Time{}, st, send)
 }
 
 // stops are what ends a retry's waiting with ErrClosed: up to two
@@ -347,10 +380,10 @@ func (s stops) lost() <-chan struct{} {
 // CommandTimeout (a WAIT for replicas sent with the request), and which
 // sends nothing after until (unless zero): as with a deadline on ctx, but
 // with no timer unless a send fails.
-func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Duration, until time.Time, st stops, send func(context.Context) error) error {
+func (e *env) retryFor(ctx context.Context, name, op string, extra time.Duration, until time.Time, st stops, send func(context.Context) error) error {
 	delay := 5 * time.Millisecond
 	for {
-		actx := newSendCtx(ctx, c.cfg.CommandTimeout+extra)
+		actx := newSendCtx(ctx, e.cfg.CommandTimeout+extra)
 		err := send(actx)
 		actx.stop()
 		if err == nil {
@@ -358,9 +391,9 @@ func (c *Client) retryFor(ctx context.Context, name, op string, extra time.Durat
 		}
 		var a answered
 		if errors.As(err, &a) {
-			return masterErr(c.errAt(name), op, a.err)
+			return masterErr(e.errAt(name), op, a.err)
 		}
-		err = masterErr(c.errAt(name), op, err)
+		err = masterErr(e.errAt(name), op, err)
 		if !errors.Is(err, ErrUnavailable) {
 			return err
 		}
@@ -411,38 +444,38 @@ func (a answered) Unwrap() error { return a.err }
 // caller that left it has returned. The goroutine waits for the turn like
 // any other user, and gives up when the Client closes; the request then
 // stays recorded and the next operation of the field settles it.
-func (c *Client) settleLater(l *ledger) { c.finishLater(l, nil) }
+func (l *hold) settleLater() { l.finishLater(nil) }
 
 // finishLater is settleLater, which also sends the field's pending leave of a
 // fair lock's queue once settled, first uncounting fw (a fair acquisition
 // that gave up without the turn) when not nil.
-func (c *Client) finishLater(l *ledger, fw *fairWait) {
-	c.useLedger(l)
-	c.settling.Add(1)
+func (l *hold) finishLater(fw *fairWait) {
+	l.use()
+	l.e.settling.Add(1)
 	go func() {
-		defer c.settling.Done()
-		defer c.unuse(l)
-		ctx := c.settleCtx
+		defer l.e.settling.Done()
+		defer l.unuse()
+		ctx := l.e.settleCtx
 		if err := l.take(ctx, nil, nil); err != nil {
 			return
 		}
 		defer l.give()
 		if fw != nil && fw.queued {
 			l.leftFair(fw)
-			c.setLeave(l, l.fair.queued == 0)
+			l.setLeave(l.fair.queued == 0)
 		}
 		if l.unsettled == nil && !l.leaving() {
 			return
 		}
-		hctx, cancel := context.WithDeadline(ctx, c.settleUntil(l))
+		hctx, cancel := context.WithDeadline(ctx, l.settleUntil())
 		defer cancel()
 		for l.unsettled != nil && hctx.Err() == nil {
-			if c.settle(hctx, l, stops{}) != nil {
+			if l.settle(hctx, stops{}) != nil {
 				return
 			}
 		}
-		_ = c.leaveNow(hctx, l)
-		c.releaseStrays(hctx, l)
+		_ = l.leaveNow(hctx)
+		l.releaseStrays(hctx)
 	}()
 }
 
@@ -453,17 +486,17 @@ func (c *Client) finishLater(l *ledger, fw *fairWait) {
 // outcome) is settled for as long from now. A pending leave of a fair
 // queue is sent for as long as the place may live: the wait it joined
 // with beyond the one ahead, whose own is bounded by a lease.
-func (c *Client) settleUntil(l *ledger) time.Time {
+func (l *hold) settleUntil() time.Time {
 	var until time.Time
 	if u := l.unsettled; u != nil {
 		from := u.sent
 		if u.release != nil {
 			from = time.Now()
 		}
-		until = from.Add(c.cfg.WatchdogTimeout + c.cfg.CommandTimeout)
+		until = from.Add(l.e.cfg.WatchdogTimeout + l.e.cfg.CommandTimeout)
 	}
 	if l.leaving() {
-		until = latest(until, time.Now().Add(l.fair.wait+c.cfg.WatchdogTimeout+c.cfg.CommandTimeout))
+		until = latest(until, time.Now().Add(l.fair.wait+l.e.cfg.WatchdogTimeout+l.e.cfg.CommandTimeout))
 	}
 	return until
 }
@@ -478,17 +511,17 @@ func latest(a, b time.Time) time.Time {
 
 // releaseStrays releases holds Redis counts beyond the live Helds when no
 // Held is left, holding the turn: they belong to nobody.
-func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
-	c.mu.Lock()
+func (l *hold) releaseStrays(ctx context.Context) {
+	l.e.mu.Lock()
 	n := len(l.helds)
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 	for n == 0 && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
-		r := c.newRelease(l, c.cfg.WatchdogTimeout)
-		res, _, err := c.sendRelease(ctx, r, stops{})
+		r := l.newRelease(l.e.cfg.WatchdogTimeout)
+		res, _, err := l.e.sendRelease(ctx, r, stops{})
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {
-				c.setUnsettled(l, &request{id: r.RequestID, sent: time.Now()})
-				c.settleLater(l)
+				l.setUnsettled(&request{id: r.RequestID, sent: time.Now()})
+				l.settleLater()
 			}
 			return
 		}
@@ -513,62 +546,62 @@ func (c *Client) releaseStrays(ctx context.Context, l *ledger) {
 // that ran is sent again, answered by its latch, until a replica
 // acknowledged it, maxUnsynced times in all; unsynced is then the error
 // to report, the release having taken effect on the master.
-func (c *Client) sendRelease(ctx context.Context, r reentrant.Release, st stops) (res reentrant.ReleaseResult, unsynced, err error) {
+func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (res reentrant.ReleaseResult, unsynced, err error) {
 	// A release goes out even when ROLE is refused: with a WAIT.
-	r.Sync, _ = c.sync(ctx, r.Name)
+	r.Sync, _ = e.sync(ctx, r.Name)
 	sends := 0
-	until := c.retryHorizon(time.Now())
+	until := e.retryHorizon(time.Now())
 	for tries := 1; ; tries++ {
 		acked := -1
-		err = c.retryFor(ctx, r.Name, "release", r.Sync.Extra(), until, st, func(actx context.Context) (err error) {
+		err = e.retryFor(ctx, r.Name, "release", r.Sync.Extra(), until, st, func(actx context.Context) (err error) {
 			sends++
-			res, acked, err = r.RunSynced(actx, c.rc)
+			res, acked, err = r.RunSynced(actx, e.rc)
 			return err
 		})
 		if err != nil {
 			return res, nil, err
 		}
-		c.acked(r.Name, r.Sync, acked)
+		e.acked(r.Name, r.Sync, acked)
 		ran := res == reentrant.StillHeld || res == reentrant.Released
 		if r.Sync.Replicas == 0 || !ran || acked > 0 {
 			break
 		}
 		if tries == maxUnsynced {
-			unsynced = masterErr(c.errAt(r.Name), "release", notSynced(r.Sync))
+			unsynced = masterErr(e.errAt(r.Name), "release", notSynced(r.Sync))
 			break
 		}
 		// Sent again: to as many replicas as the master has now (a
 		// failover may have left it none).
-		if r.Sync, _ = c.sync(ctx, r.Name); r.Sync.Replicas == 0 {
+		if r.Sync, _ = e.sync(ctx, r.Name); r.Sync.Replicas == 0 {
 			break
 		}
 	}
 	if sends == 1 {
-		c.queueLatch(r)
+		e.queueLatch(r)
 	}
 	return res, unsynced, nil
 }
 
 // queueLatch hands an answered release's latch to the cleaner.
-func (c *Client) queueLatch(r reentrant.Release) {
+func (e *env) queueLatch(r reentrant.Release) {
 	select {
-	case c.latches <- reentrant.LatchName(r.Name, r.RequestID):
+	case e.latches <- reentrant.LatchName(r.Name, r.RequestID):
 	default: // the latch expires by itself
 	}
 }
 
 // setUnsettled records (or, with nil, clears) l's unsettled request;
 // the caller holds the turn.
-func (c *Client) setUnsettled(l *ledger, u *request) {
+func (l *hold) setUnsettled(u *request) {
 	l.unsettled = u
-	c.setKeep(l)
+	l.setKeep()
 }
 
 // setKeep keeps l while it has an unsettled request or a pending leave of
 // a fair queue (their settler needs it); the caller holds the turn.
-func (c *Client) setKeep(l *ledger) {
+func (l *hold) setKeep() {
 	keep := l.unsettled != nil || l.leaving()
-	c.mu.Lock()
+	l.e.mu.Lock()
 	l.keep = keep
-	c.mu.Unlock()
+	l.e.mu.Unlock()
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/rlock-go/rlock/reentrant"
 )
 
-// Regression tests for the ledger: each names the finding of the safety
+// Regression tests for the hold: each names the finding of the safety
 // review of db82bdb (shared/reviews/safety.md, misuse-and-faults.md) it
 // reproduces; each failed on that commit.
 
@@ -433,7 +433,7 @@ func TestExplicitLeaseNotRenewedAfterAWatchdogReentry(t *testing.T) {
 	}
 }
 
-// Found by the fault suite (seed 807561229) in the ledger itself: a Lock
+// Found by the fault suite (seed 807561229) in the hold itself: a Lock
 // that waits out a paused master must not end with Redis counting its
 // first, settled attempt as an extra hold: the count is the live Helds.
 func TestLockAfterAPauseCountsOneHold(t *testing.T) {
