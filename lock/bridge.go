@@ -23,6 +23,12 @@ func init() {
 		return bridge.Options{Wait: o.wait, HasWait: o.hasWait, Lease: o.lease, Fenced: o.fenced, Ext: o.ext}, err
 	}
 	bridge.MutexErr = func(m any) error { return m.(*Mutex).err }
+	bridge.Kind = func(m any) (string, bool) {
+		if mu, _ := m.(*Mutex); mu != nil && mu.p != nil {
+			return mu.p.name, mu.p.shared()
+		}
+		return "", false
+	}
 	bridge.SpinSleeper = func(m any) func() time.Duration {
 		mu, _ := m.(*Mutex)
 		if mu == nil || mu.p == nil {

@@ -37,6 +37,7 @@ type Lock struct {
 	canon  []int
 	cms    []*lock.Mutex
 	caddrs []string
+	shared bool // every member is a read half: readers of this process share
 
 	// bg counts the per-master calls that outlived the round that started
 	// them: an attempt whose answer came after the round decided (a grant

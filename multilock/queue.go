@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/internal/line"
 	"github.com/rlock-go/rlock/lock"
 )
@@ -27,7 +28,9 @@ import (
 //
 // The entry also counts this process's live acquisitions of the lock
 // (Helds, re-entries and TryLocks that did not queue included). While one
-// is live the head runs no round, which could only be refused: it waits
+// is live the head of a lock whose members are not all read halves runs
+// no round, which could only be refused (readers share: their head runs
+// its rounds as another process's reader would, R3-4): it waits
 // for the last of them to end (Unlock, or loss) and then runs one at
 // once, without waiting for the masters' unlock messages. So the next
 // local waiter takes the lock one round after the local holder let it go.
@@ -56,8 +59,9 @@ var registry = struct {
 // entry is one multi-master lock's queue and live acquisitions in this
 // process. refs is guarded by registry.mu, the rest by mu.
 type entry struct {
-	key  string
-	refs int // members and live acquisitions
+	key    string
+	shared bool // its members are read halves: a live acquisition does not hold the head back
+	refs   int  // members and live acquisitions
 
 	mu    sync.Mutex
 	line  line.Line
@@ -68,8 +72,10 @@ type entry struct {
 }
 
 // keyOf computes the registry key of the Lock's masters and their
-// canonical order: sorted by Client and name, so that Locks given the
-// same Mutexes in another order share one queue.
+// canonical order: sorted by Client, kind and name, so that Locks given
+// the same Mutexes in another order share one queue, and Locks of other
+// kinds on the same names (a read and a write half) do not. It also
+// notes whether every member is shared (read halves).
 func (l *Lock) keyOf() {
 	type km struct {
 		k string
@@ -77,7 +83,11 @@ func (l *Lock) keyOf() {
 	}
 	ks := make([]km, len(l.ms))
 	for i, m := range l.ms {
-		ks[i] = km{fmt.Sprintf("%p %d:%s", m.Client(), len(m.Name()), m.Name()), i}
+		kind, shared := bridge.Kind(m)
+		ks[i] = km{fmt.Sprintf("%p %s %d:%s", m.Client(), kind, len(m.Name()), m.Name()), i}
+		if i == 0 || !shared {
+			l.shared = shared
+		}
 	}
 	slices.SortFunc(ks, func(a, b km) int { return cmp.Compare(a.k, b.k) })
 	l.canon = make([]int, len(l.ms))
@@ -99,7 +109,7 @@ func (l *Lock) ref() *entry {
 	defer registry.mu.Unlock()
 	e := registry.m[l.key]
 	if e == nil {
-		e = &entry{key: l.key, kick: make(chan struct{}, 1)}
+		e = &entry{key: l.key, shared: l.shared, kick: make(chan struct{}, 1)}
 		registry.m[l.key] = e
 	}
 	e.refs++
@@ -142,7 +152,8 @@ func (e *entry) leave(mb *line.Member) {
 var errWaitOver = errors.New("wait over")
 
 // turn waits until mb heads the queue and no acquisition of this process
-// holds the lock. It reports whether it waited for such an acquisition
+// holds the lock (a read lock's: only until mb heads the queue, since
+// readers share). It reports whether it waited for such an acquisition
 // to end, and returns ctx's error, or errWaitOver when expired fires
 // first.
 func (e *entry) turn(ctx context.Context, mb *line.Member, expired <-chan time.Time) (bool, error) {
@@ -158,7 +169,7 @@ func (e *entry) turn(ctx context.Context, mb *line.Member, expired <-chan time.T
 		}
 	}
 	waited := false
-	for {
+	for !e.shared {
 		e.mu.Lock()
 		freed := e.freed
 		e.mu.Unlock()
@@ -174,6 +185,7 @@ func (e *entry) turn(ctx context.Context, mb *line.Member, expired <-chan time.T
 			return waited, errWaitOver
 		}
 	}
+	return false, nil
 }
 
 // subscription returns the queue's subscription, opening it (bounded by

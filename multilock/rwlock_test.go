@@ -1,6 +1,7 @@
 package multilock_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -66,5 +67,48 @@ func TestRedLockOfReadWriteLocks(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the writer got the lock after %v: woken by the leases, not the releases", d)
+	}
+}
+
+// Two read RedLocks of one process, on the same Clients and name, share
+// the lock as two processes' readers do (safety review 3, R3-4): the
+// second is granted while the first is held. Before the local queue knew
+// the kind, the second waited in it for the first's Unlock and ended
+// with its ctx.
+func TestReadRedLocksOfOneProcessShare(t *testing.T) {
+	n := name(t)
+	cs := clients(t, shared[:3], lock.Config{})
+	first := multilock.NewRedLock(rwHalves(cs, n, false)...)
+	r1, err := first.Lock(bg(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	multilock.WaitBackground(first)
+	second := multilock.NewRedLock(rwHalves(cs, n, false)...)
+	ctx, cancel := context.WithTimeout(bg(t), 5*time.Second)
+	defer cancel()
+	r2, err := second.Lock(ctx)
+	if err != nil {
+		t.Fatalf("a second reader of this process while the first holds: %v", err)
+	}
+	multilock.WaitBackground(second)
+	// A writer of this process still waits for both.
+	writer := multilock.NewRedLock(rwHalves(cs, n, true)...)
+	if _, err := writer.TryLock(bg(t)); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("a writer beside two readers = %v", err)
+	}
+	multilock.WaitBackground(writer)
+	for _, h := range []*multilock.Held{r1, r2} {
+		if err := h.Unlock(bg(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := writer.TryLock(bg(t), lock.Wait(10*time.Second))
+	if err != nil {
+		t.Fatalf("the writer after the readers: %v", err)
+	}
+	multilock.WaitBackground(writer)
+	if err := w.Unlock(bg(t)); err != nil {
+		t.Fatal(err)
 	}
 }

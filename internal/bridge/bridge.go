@@ -43,6 +43,11 @@ var ParseOptions func(blocking bool, opts any) (Options, error)
 // Mutex refuses such an option with ErrInvalid.
 var Extend func(f func(ext *any) error) any
 
+// Kind returns the kind of the *lock.Mutex m as multilock's local queue
+// keys it ("plain", "read", ...), and whether its holds are shared with
+// other holders (a read lock's).
+var Kind func(m any) (kind string, shared bool)
+
 // MutexErr returns the error every call of the *lock.Mutex m reports
 // because of how it was made (a bad name), or nil.
 var MutexErr func(m any) error
