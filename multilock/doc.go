@@ -54,11 +54,14 @@
 //
 // # Waiting
 //
-// Waiters of one process for one lock (the same names on the same
-// Clients, whatever *Lock they call) wait in a local FIFO queue: only its
-// head runs rounds, so the process sends one contender per name, and a
-// release by the process lets the next waiter try at once. Re-entries and
-// TryLock without lock.Wait do not queue.
+// Waiters of one process for one lock (the same names of the same kind on
+// the same Clients, whatever *Lock they call) wait in a local FIFO queue:
+// only its head runs rounds, so the process sends one contender per name,
+// and a release by the process lets the next waiter try at once.
+// Re-entries and TryLock without lock.Wait do not queue. Readers (every
+// member a ReadWriteMutex's ReadLock) share: the head of their queue runs
+// its rounds while other readers of the process hold the lock, as another
+// process's reader would; a writer's queue is another queue.
 //
 // Waiters do not poll a held lock: while holders of other owners keep the
 // quorum out of reach, the head sleeps until enough of the masters that
