@@ -55,7 +55,7 @@ type Client struct {
 	closed bool
 	ops    sync.WaitGroup
 	index  map[holdKey]*hold
-	queues map[string]*queue
+	queues waitQueues
 
 	reps replicas // for the WAIT after acquires and releases
 }
@@ -269,23 +269,26 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		done:    make(chan struct{}),
 		latches: make(chan string, 4096),
 		index:   map[holdKey]*hold{},
-		queues:  map[string]*queue{},
 	}
 	c.sentinel = rc.Mode() == rueidis.ClientModeSentinel
+	c.queues.m, c.queues.settling, c.queues.timeout = map[string]*queue{}, &c.settling, cfg.CommandTimeout
+	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
+	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.at, c.readSlots, c.refreshSlots
+	c.reps.ctx, c.reps.bg = c.settleCtx, &c.bg
 	c.e = &env{rc: rc, cfg: cfg, obs: c.obs, done: c.done,
 		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.latches, settling: &c.settling,
-		at: c.at, errAt: c.errAt, sync: c.sync, acked: c.acked, kick: c.kickQueue}
+		at: c.at, errAt: c.errAt, sync: c.reps.sync, acked: c.reps.acked, kick: c.queues.kick}
 	if owned && cfg.ReplicaSyncTimeout >= 0 {
 		// The master's replicas are known before the first acquire,
 		// which then costs one round trip as before; a user who may not
 		// ask (ROLE) is told now, not by a replica sync silently off. In
 		// a cluster this asks the first node only: the others are asked
 		// before their first request.
-		if rc := c.learnReplicas(ctx, c.addr); rc.refused != nil {
+		if rc := c.reps.learnReplicas(ctx, c.addr); rc.refused != nil {
+			c.stopSettle()
 			return nil, masterErr(c.addr, "connect", rc.refused)
 		}
 	}
-	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	if cfg.Cluster {
 		if t, err := slots.Read(ctx, rc); err == nil {
 			c.slotTable.Store(&t)
@@ -300,8 +303,8 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		Lease:    cfg.WatchdogTimeout,
 		Interval: cfg.RenewInterval,
 		OnTick:   c.onTick,
-		Sync:     c.renewSync,
-		Acked:    c.acked,
+		Sync:     c.reps.renewSync,
+		Acked:    c.reps.acked,
 		Apart:    owned,
 	})
 	if err != nil {
@@ -326,6 +329,7 @@ func (c *Client) subscriber(sharded bool) {
 		// PUBLISH reaches the subscribers of every node.
 		c.hub = pubsub.New(c.rc, pubsub.Options{Sharded: sharded})
 	}
+	c.queues.hub = c.hub
 }
 
 // start starts the Client's background goroutines.

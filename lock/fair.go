@@ -70,10 +70,10 @@ func (a *acquisition) runFair() (held *Held, err error) {
 			// Other goroutines of the owner still wait in its one place,
 			// and this call may have taken (or given back) what was meant
 			// for it: one of them tries at once.
-			c.wakeField(a.ctx, a.m.name, a.l.field, w)
+			c.queues.wakeField(a.ctx, a.m.name, a.l.field, w)
 		}
 		if w != nil {
-			c.closeSub(w)
+			c.queues.closeSub(w)
 		}
 	}()
 	var outage *backoff.ExponentialBackOff
@@ -88,7 +88,7 @@ func (a *acquisition) runFair() (held *Held, err error) {
 		outage = nil
 		if att.held != nil {
 			if fw.others {
-				c.wakeField(a.ctx, a.m.name, a.l.field, w)
+				c.queues.wakeField(a.ctx, a.m.name, a.l.field, w)
 			}
 			return att.held, nil
 		}
@@ -185,17 +185,17 @@ func (l *hold) leftFair(fw *fairWait) {
 // subscription to the field's channel, if it made one; otherwise one is
 // taken for the moment (the waiting goroutines hold the channel's
 // subscription, so it costs no round trip).
-func (c *Client) wakeField(ctx context.Context, name, field string, w *pubsub.Waiter) {
+func (qs *waitQueues) wakeField(ctx context.Context, name, field string, w *pubsub.Waiter) {
 	if w != nil {
 		w.Pass()
 		return
 	}
-	sctx, cancel := c.e.cmdCtx(context.WithoutCancel(ctx))
-	w, err := c.hub.Subscribe(sctx, reentrant.FairWaiterChannel(name, field))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), qs.timeout)
+	w, err := qs.hub.Subscribe(sctx, reentrant.FairWaiterChannel(name, field))
 	cancel()
 	if err == nil {
 		w.Pass()
-		c.closeSub(w)
+		qs.closeSub(w)
 	}
 }
 

@@ -251,8 +251,8 @@ func (a *acquisition) try() (outcome, error) {
 // policy) polling at its pace.
 func (a *acquisition) queued(spin *spinPolicy) (held *Held, err error) {
 	m, c := a.m, a.c
-	q, mb := c.joinQueue(m.p.channel(m.name))
-	defer c.leaveQueue(q, mb)
+	q, mb := c.queues.join(m.p.channel(m.name))
+	defer c.queues.leave(q, mb)
 	// A wake-up taken from the subscription and not used by an answered
 	// attempt is passed on when the call leaves: another waiter of the
 	// channel (a multi-master lock of this process) may need it.
@@ -363,7 +363,7 @@ func (a *acquisition) left(ttl time.Duration) (time.Duration, error) {
 // left and CommandTimeout.
 func (a *acquisition) subscribe(q *queue, left time.Duration) error {
 	sctx, cancel := context.WithTimeout(a.ctx, min(left, a.c.cfg.CommandTimeout))
-	a.c.subscription(sctx, q)
+	a.c.queues.subscription(sctx, q)
 	cancel()
 	if a.ctx.Err() != nil {
 		return join(ErrNotAcquired, context.Cause(a.ctx))
@@ -376,7 +376,7 @@ func (a *acquisition) subscribe(q *queue, left time.Duration) error {
 func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, observe.WakeReason, error) {
 	c := a.c
 	sctx, cancel := context.WithTimeout(a.ctx, min(left, c.cfg.CommandTimeout))
-	w := c.subscription(sctx, q) // nil: sleep on the lease alone, slower but never wrong
+	w := c.queues.subscription(sctx, q) // nil: sleep on the lease alone, slower but never wrong
 	cancel()
 	sleep := ttl
 	if sleep < 0 { // the key has no expiry: only a message ends the wait
@@ -619,7 +619,7 @@ func (l *hold) retire(ctx context.Context) error {
 // no replica acknowledged it, which unsynced counts).
 func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
-	s, err := c.sync(ctx, m.name)
+	s, err := c.reps.sync(ctx, m.name)
 	if err != nil {
 		return outcome{}, false, join(ErrNotAcquired, masterErr(c.at(m.name), "acquire", err))
 	}
@@ -699,7 +699,7 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 		return err
 	})
 	if err == nil {
-		c.acked(m.name, req.Sync, res.Acked)
+		c.reps.acked(m.name, req.Sync, res.Acked)
 		if sends > 1 {
 			l.fence(ctx, req.RequestID, sent)
 		}

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/rlock-go/rlock/internal/line"
 	"github.com/rlock-go/rlock/pubsub"
@@ -19,12 +20,12 @@ import (
 // and makes an attempt at once, so a wake-up the old head took with it is
 // never lost.
 //
-// Ownership: line and sub are guarded by mu; users by
-// Client.mu. The subscription is opened by a head and closed by the last
+// Ownership: line and sub are guarded by mu; users by the waitQueues'
+// mu. The subscription is opened by a head and closed by the last
 // member to leave.
 type queue struct {
 	name  string // the lock's channel (its key in Client.queues)
-	users int    // guarded by Client.mu
+	users int    // guarded by waitQueues.mu
 	kick  chan struct{}
 
 	mu   sync.Mutex
@@ -32,26 +33,39 @@ type queue struct {
 	sub  *pubsub.Waiter
 }
 
-// joinQueue returns the queue of the lock channel name with the caller as
+// waitQueues are a Client's queues of waiters, by lock channel, and what
+// they wait with: the Client's subscriptions (hub), and its settlers'
+// WaitGroup, which also counts the subscriptions being closed in the
+// background (Close waits for them). hub and settling are set by newClient.
+type waitQueues struct {
+	hub      subscriber
+	settling *sync.WaitGroup
+	timeout  time.Duration // one command's (Config.CommandTimeout)
+
+	mu sync.Mutex
+	m  map[string]*queue
+}
+
+// join returns the queue of the lock channel name with the caller as
 // its last member.
-func (c *Client) joinQueue(name string) (*queue, *line.Member) {
-	c.mu.Lock()
-	q := c.queues[name]
+func (qs *waitQueues) join(name string) (*queue, *line.Member) {
+	qs.mu.Lock()
+	q := qs.m[name]
 	if q == nil {
 		q = &queue{name: name, kick: make(chan struct{}, 1)}
-		c.queues[name] = q
+		qs.m[name] = q
 	}
 	q.users++
-	c.mu.Unlock()
+	qs.mu.Unlock()
 	q.mu.Lock()
 	mb := q.line.Join()
 	q.mu.Unlock()
 	return q, mb
 }
 
-// leaveQueue removes mb; the next member becomes head. The last member
+// leave removes mb; the next member becomes head. The last member
 // out closes the subscription, off the caller's path.
-func (c *Client) leaveQueue(q *queue, mb *line.Member) {
+func (qs *waitQueues) leave(q *queue, mb *line.Member) {
 	q.mu.Lock()
 	var sub *pubsub.Waiter
 	if q.line.Leave(mb) {
@@ -59,22 +73,22 @@ func (c *Client) leaveQueue(q *queue, mb *line.Member) {
 	}
 	q.mu.Unlock()
 	if sub != nil {
-		c.closeSub(sub)
+		qs.closeSub(sub)
 	}
-	c.mu.Lock()
+	qs.mu.Lock()
 	q.users--
-	if q.users == 0 && c.queues[q.name] == q {
-		delete(c.queues, q.name)
+	if q.users == 0 && qs.m[q.name] == q {
+		delete(qs.m, q.name)
 	}
-	c.mu.Unlock()
+	qs.mu.Unlock()
 }
 
 // closeSub closes a subscription in the background: its UNSUBSCRIBE
 // round trip is not the caller's to wait for.
-func (c *Client) closeSub(w *pubsub.Waiter) {
-	c.settling.Add(1)
+func (qs *waitQueues) closeSub(w *pubsub.Waiter) {
+	qs.settling.Add(1)
 	go func() {
-		defer c.settling.Done()
+		defer qs.settling.Done()
 		w.Close()
 	}()
 }
@@ -82,7 +96,7 @@ func (c *Client) closeSub(w *pubsub.Waiter) {
 // subscription returns the queue's subscription, subscribing the head
 // to the lock's channel first if needed (bounded by ctx). nil means none
 // could be had: the head then sleeps on the holder's lease alone.
-func (c *Client) subscription(ctx context.Context, q *queue) *pubsub.Waiter {
+func (qs *waitQueues) subscription(ctx context.Context, q *queue) *pubsub.Waiter {
 	q.mu.Lock()
 	if q.sub != nil {
 		w := q.sub
@@ -90,7 +104,7 @@ func (c *Client) subscription(ctx context.Context, q *queue) *pubsub.Waiter {
 		return w
 	}
 	q.mu.Unlock()
-	w, err := c.hub.Subscribe(ctx, q.name)
+	w, err := qs.hub.Subscribe(ctx, q.name)
 	if err != nil {
 		return nil
 	}
@@ -102,16 +116,16 @@ func (c *Client) subscription(ctx context.Context, q *queue) *pubsub.Waiter {
 	}
 	old := q.sub
 	q.mu.Unlock()
-	c.closeSub(w)
+	qs.closeSub(w)
 	return old
 }
 
-// kickQueue wakes the head of the queue of the lock channel name: this
+// kick wakes the head of the queue of the lock channel name: this
 // Client just released the lock.
-func (c *Client) kickQueue(name string) {
-	c.mu.Lock()
-	q := c.queues[name]
-	c.mu.Unlock()
+func (qs *waitQueues) kick(name string) {
+	qs.mu.Lock()
+	q := qs.m[name]
+	qs.mu.Unlock()
 	if q == nil {
 		return
 	}

@@ -26,6 +26,14 @@ const replicaRetry = time.Second
 // needs it; a WAIT answered by another number of replicas than expected
 // asks again before the next one. Guarded by mu.
 type replicas struct {
+	rc           rueidis.Client
+	cfg          Config
+	at           func(name string) string       // the master that owns name
+	readSlots    func(ctx context.Context) bool // a cluster's slot table, read now
+	refreshSlots func()                         // a cluster's slot table, read soon
+	ctx          context.Context                // background asks end with it: Close cancels it
+	bg           *sync.WaitGroup                // and waits for them
+
 	mu     sync.Mutex
 	m      map[string]replicaCount // by master address
 	had    map[string]bool         // masters seen with replicas by this Client
@@ -65,13 +73,13 @@ const defaultReplicaSyncTimeout = time.Second
 // requests fail with ErrUnavailable until a replica is back). A master
 // with no replica whose ROLE cannot be answered therefore grants nothing
 // until it can: safe, not silent.
-func (c *Client) sync(ctx context.Context, name string) (reentrant.Sync, error) {
-	addr := c.at(name)
-	s, err := c.syncAt(ctx, addr, false)
-	if c.cfg.Cluster && s.Replicas > 0 && !c.reps.known(addr) && c.readSlots(ctx) && c.at(name) != addr {
+func (r *replicas) sync(ctx context.Context, name string) (reentrant.Sync, error) {
+	addr := r.at(name)
+	s, err := r.syncAt(ctx, addr, false)
+	if r.cfg.Cluster && s.Replicas > 0 && !r.known(addr) && r.readSlots(ctx) && r.at(name) != addr {
 		// In a cluster, a master that cannot be asked may no longer own
 		// the name's slot (a failover): the slot's owner now is asked.
-		return c.syncAt(ctx, c.at(name), false)
+		return r.syncAt(ctx, r.at(name), false)
 	}
 	return s, err
 }
@@ -87,29 +95,29 @@ func (r *replicas) known(addr string) bool {
 // syncAt is sync for the master at addr. For a renewal the count is the
 // last one known, even if old (a fresh one is asked for in the
 // background), and a refused ROLE still sends the WAIT.
-func (c *Client) syncAt(ctx context.Context, addr string, renewal bool) (reentrant.Sync, error) {
-	if c.cfg.ReplicaSyncTimeout < 0 {
+func (r *replicas) syncAt(ctx context.Context, addr string, renewal bool) (reentrant.Sync, error) {
+	if r.cfg.ReplicaSyncTimeout < 0 {
 		return reentrant.Sync{}, nil
 	}
-	c.reps.mu.Lock()
-	rc, ok := c.reps.m[addr]
-	c.reps.mu.Unlock()
+	r.mu.Lock()
+	rc, ok := r.m[addr]
+	r.mu.Unlock()
 	if !ok || rc.stale() {
 		if renewal {
 			// The watchdog never waits for the question: it renews with
 			// the last count known, and the answer serves the next tick.
-			c.learnReplicasLater(addr)
+			r.learnReplicasLater(addr)
 		} else {
-			rc = c.learnReplicas(ctx, addr)
+			rc = r.learnReplicas(ctx, addr)
 		}
 	}
-	c.reps.mu.Lock()
-	had := c.reps.had[addr]
-	c.reps.mu.Unlock()
+	r.mu.Lock()
+	had := r.had[addr]
+	r.mu.Unlock()
 	if rc.known && rc.n == 0 && !had {
 		return reentrant.Sync{}, nil
 	}
-	s := reentrant.Sync{Replicas: max(rc.n, 1), Timeout: c.cfg.ReplicaSyncTimeout}
+	s := reentrant.Sync{Replicas: max(rc.n, 1), Timeout: r.cfg.ReplicaSyncTimeout}
 	if rc.refused != nil && !renewal {
 		return s, rc.refused
 	}
@@ -118,9 +126,9 @@ func (c *Client) syncAt(ctx context.Context, addr string, renewal bool) (reentra
 
 // renewSync is the watchdog's Config.Sync: a renewal of name counts once
 // a replica of its master acknowledged it, as an acquire does.
-func (c *Client) renewSync(ctx context.Context, name string) (string, reentrant.Sync) {
-	addr := c.at(name)
-	s, _ := c.syncAt(ctx, addr, true) // a refused ROLE still sends the WAIT
+func (r *replicas) renewSync(ctx context.Context, name string) (string, reentrant.Sync) {
+	addr := r.at(name)
+	s, _ := r.syncAt(ctx, addr, true) // a refused ROLE still sends the WAIT
 	return addr, s
 }
 
@@ -129,19 +137,19 @@ func (c *Client) renewSync(ctx context.Context, name string) (string, reentrant.
 // the last count but makes it unknown (see sync), and is asked again
 // after replicaRetry; one cut short by the caller's own deadline is not
 // kept at all.
-func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
-	n, err := c.askReplicas(ctx, addr)
-	c.reps.mu.Lock()
-	defer c.reps.mu.Unlock()
-	if c.reps.m == nil {
-		c.reps.m, c.reps.had = map[string]replicaCount{}, map[string]bool{}
+func (r *replicas) learnReplicas(ctx context.Context, addr string) replicaCount {
+	n, err := r.askReplicas(ctx, addr)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m, r.had = map[string]replicaCount{}, map[string]bool{}
 	}
-	rc := c.reps.m[addr]
+	rc := r.m[addr]
 	switch {
 	case err == nil:
 		rc = replicaCount{n: n, asked: time.Now(), known: true}
 		if n > 0 {
-			c.reps.had[addr] = true
+			r.had[addr] = true
 		}
 	case ctx.Err() != nil:
 		// The caller's time ran out, not the master's: nothing is
@@ -151,7 +159,7 @@ func (c *Client) learnReplicas(ctx context.Context, addr string) replicaCount {
 	default:
 		rc.known, rc.asked, rc.refused = false, time.Now(), roleRefused(err)
 	}
-	c.reps.m[addr] = rc
+	r.m[addr] = rc
 	return rc
 }
 
@@ -176,24 +184,24 @@ func roleRefused(err error) error {
 // the background, once at a time per master. The goroutine belongs to
 // the Client (c.bg); it is started only by the watchdog's loop, which is
 // itself in c.bg, so Close's wait covers it.
-func (c *Client) learnReplicasLater(addr string) {
-	c.reps.mu.Lock()
-	if c.reps.asking == nil {
-		c.reps.asking = map[string]bool{}
+func (r *replicas) learnReplicasLater(addr string) {
+	r.mu.Lock()
+	if r.asking == nil {
+		r.asking = map[string]bool{}
 	}
-	if c.reps.asking[addr] {
-		c.reps.mu.Unlock()
+	if r.asking[addr] {
+		r.mu.Unlock()
 		return
 	}
-	c.reps.asking[addr] = true
-	c.reps.mu.Unlock()
-	c.bg.Add(1)
+	r.asking[addr] = true
+	r.mu.Unlock()
+	r.bg.Add(1)
 	go func() {
-		defer c.bg.Done()
-		c.learnReplicas(c.settleCtx, addr) // Close cancels settleCtx
-		c.reps.mu.Lock()
-		delete(c.reps.asking, addr)
-		c.reps.mu.Unlock()
+		defer r.bg.Done()
+		r.learnReplicas(r.ctx, addr) // Close cancels settleCtx
+		r.mu.Lock()
+		delete(r.asking, addr)
+		r.mu.Unlock()
 	}()
 }
 
@@ -210,43 +218,43 @@ func (c *Client) learnReplicasLater(addr string) {
 // (see sync) when it reports none later. A cluster Client whose table
 // named a demoted node learns of its new master this way when the new
 // master could not be asked yet.
-func (c *Client) acked(name string, s reentrant.Sync, acked int) {
+func (r *replicas) acked(name string, s reentrant.Sync, acked int) {
 	if s.Replicas == 0 {
 		return
 	}
-	addr := c.at(name)
+	addr := r.at(name)
 	if acked > 0 {
-		c.reps.mu.Lock()
-		if c.reps.had == nil {
-			c.reps.m, c.reps.had = map[string]replicaCount{}, map[string]bool{}
+		r.mu.Lock()
+		if r.had == nil {
+			r.m, r.had = map[string]replicaCount{}, map[string]bool{}
 		}
-		c.reps.had[addr] = true
-		c.reps.mu.Unlock()
+		r.had[addr] = true
+		r.mu.Unlock()
 	}
 	if acked == s.Replicas {
 		return
 	}
-	c.reps.mu.Lock()
-	if rc, ok := c.reps.m[addr]; ok && !(rc.known && !rc.stale() && acked == rc.n) {
+	r.mu.Lock()
+	if rc, ok := r.m[addr]; ok && !(rc.known && !rc.stale() && acked == rc.n) {
 		rc.known, rc.asked = false, time.Time{}
-		c.reps.m[addr] = rc
+		r.m[addr] = rc
 	}
-	c.reps.mu.Unlock()
-	if c.cfg.Cluster {
-		c.refreshSlots() // a failover may have moved the slot
+	r.mu.Unlock()
+	if r.cfg.Cluster {
+		r.refreshSlots() // a failover may have moved the slot
 	}
 }
 
 // askReplicas asks the master at addr how many replicas are connected
 // to it (ROLE).
-func (c *Client) askReplicas(ctx context.Context, addr string) (int, error) {
-	node := c.rc
-	if c.cfg.Cluster {
-		if node = c.rc.Nodes()[addr]; node == nil {
+func (r *replicas) askReplicas(ctx context.Context, addr string) (int, error) {
+	node := r.rc
+	if r.cfg.Cluster {
+		if node = r.rc.Nodes()[addr]; node == nil {
 			return 0, fmt.Errorf("no connection to %s", addr)
 		}
 	}
-	actx, cancel := c.e.cmdCtx(ctx)
+	actx, cancel := context.WithTimeout(ctx, r.cfg.CommandTimeout)
 	defer cancel()
 	role, err := node.Do(actx, node.B().Role().Build()).ToArray()
 	if err != nil {

@@ -163,7 +163,7 @@ func (a *acquisition) share() (held *Held, err error) {
 		if err != nil && woken {
 			w.Pass()
 		}
-		a.c.closeSub(w)
+		a.c.queues.closeSub(w)
 	}()
 	for {
 		att, err := a.try()
@@ -204,7 +204,7 @@ func (a *acquisition) subscribeRead(left time.Duration) (*pubsub.Waiter, error) 
 	cancel()
 	if a.ctx.Err() != nil {
 		if w != nil {
-			a.c.closeSub(w)
+			a.c.queues.closeSub(w)
 		}
 		return nil, join(ErrNotAcquired, context.Cause(a.ctx))
 	}
