@@ -38,7 +38,7 @@ func init() {
 	}
 	bridge.Go = func(c any, f func()) bool {
 		cl, _ := c.(*Client)
-		return cl.valid() && cl.lend(f)
+		return cl.valid() && cl.wk.lend(f)
 	}
 	bridge.Extend = func(f func(ext *any) error) any {
 		return Option(func(o *options) error { return f(&o.ext) })
@@ -69,7 +69,7 @@ func (m *Mutex) watch(ctx context.Context) (*pubsub.Waiter, error) {
 	defer c.exit()
 	w, err := c.hub.Subscribe(ctx, m.p.channel(m.name))
 	if err != nil {
-		return nil, masterErr(c.errAt(m.name), "subscribe", err)
+		return nil, masterErr(c.route.errAt(m.name), "subscribe", err)
 	}
 	return w, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -33,23 +32,18 @@ type Client struct {
 	wd      *watchdog.Registry
 	obs     *observe.Observer
 
-	// sentinel: rc is rueidis's Sentinel client, whose master changes
-	// with failovers (master, followMaster).
-	sentinel bool
-
 	done    chan struct{} // closed by Close: waits end with ErrClosed
 	stopBg  context.CancelFunc
 	bg      sync.WaitGroup // the watchdog loop, the latch cleaner, the master follower, the workers
 	wk      workers        // goroutines lent to package multilock (workers.go)
-	latches chan string    // unlock latches to delete
+	cleaner latchCleaner   // deletes unlock latches (latches.go)
 
 	e          *env            // what its holds use (hold.go)
 	settleCtx  context.Context // ends settlers: cancelled by Close
 	stopSettle context.CancelFunc
 	settling   sync.WaitGroup // settlers of unsettled requests
 
-	slotTable  atomic.Pointer[slots.Table] // a cluster's slot owners, for naming the node that answered
-	slotsAsked atomic.Int64                // when the table was last asked for, unix nanoseconds
+	route route // which master owns a name
 
 	mu     sync.Mutex
 	closed bool
@@ -267,17 +261,22 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		publish: reentrant.Publish,
 		obs:     cfg.Observer,
 		done:    make(chan struct{}),
-		latches: make(chan string, 4096),
 		index:   map[holdKey]*hold{},
 	}
-	c.sentinel = rc.Mode() == rueidis.ClientModeSentinel
+	c.route.rc, c.route.addr, c.route.cluster, c.route.timeout = rc, addr, cfg.Cluster, cfg.CommandTimeout
+	// rc is rueidis's Sentinel client, whose master changes with
+	// failovers (route.master, followMaster).
+	c.route.sentinel = rc.Mode() == rueidis.ClientModeSentinel
+	c.route.enter, c.route.exit = c.enter, c.exit
+	c.wk.bg = &c.bg
+	c.cleaner = latchCleaner{rc: rc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan string, 4096)}
 	c.queues.m, c.queues.settling, c.queues.timeout = map[string]*queue{}, &c.settling, cfg.CommandTimeout
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
-	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.at, c.readSlots, c.refreshSlots
+	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.route.at, c.route.readSlots, c.route.refreshSlots
 	c.reps.ctx, c.reps.bg = c.settleCtx, &c.bg
 	c.e = &env{rc: rc, cfg: cfg, obs: c.obs, done: c.done,
-		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.latches, settling: &c.settling,
-		at: c.at, errAt: c.errAt, sync: c.reps.sync, acked: c.reps.acked, kick: c.queues.kick}
+		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.cleaner.latches, settling: &c.settling,
+		at: c.route.at, errAt: c.route.errAt, sync: c.reps.sync, acked: c.reps.acked, kick: c.queues.kick}
 	if owned && cfg.ReplicaSyncTimeout >= 0 {
 		// The master's replicas are known before the first acquire,
 		// which then costs one round trip as before; a user who may not
@@ -291,8 +290,8 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	}
 	if cfg.Cluster {
 		if t, err := slots.Read(ctx, rc); err == nil {
-			c.slotTable.Store(&t)
-			c.slotsAsked.Store(time.Now().UnixNano())
+			c.route.table.Store(&t)
+			c.route.asked.Store(time.Now().UnixNano())
 		}
 	}
 	if c.id == "" {
@@ -338,67 +337,11 @@ func (c *Client) start() {
 	c.stopBg = stop
 	c.bg.Add(2)
 	go func() { defer c.bg.Done(); c.wd.Run(bg) }()
-	go func() { defer c.bg.Done(); c.cleanLatches(bg) }()
-	if c.sentinel {
+	go func() { defer c.bg.Done(); c.cleaner.run(bg) }()
+	if c.route.sentinel {
 		c.bg.Add(1)
 		go func() { defer c.bg.Done(); c.followMaster(bg) }()
 	}
-}
-
-// at returns the address of the master that holds name: the Client's
-// master (with Sentinel, the current one), or in a cluster the owner of
-// name's slot as last read (the first seed when unknown).
-func (c *Client) at(name string) string {
-	if !c.cfg.Cluster {
-		return c.master()
-	}
-	if t := c.slotTable.Load(); t != nil {
-		if a := t.Addr(pubsub.Slot(name)); a != "" {
-			return a
-		}
-	}
-	return c.addr
-}
-
-// errAt is at for an error about name: in a cluster, the slot owners are
-// asked again in the background (a failover may be why it failed).
-func (c *Client) errAt(name string) string {
-	if c.cfg.Cluster {
-		c.refreshSlots()
-	}
-	return c.at(name)
-}
-
-// refreshSlots reads the cluster's slot owners again in the background if
-// they were last asked for more than a second ago. The goroutine counts
-// as a call in flight, which Close waits for.
-func (c *Client) refreshSlots() {
-	last := c.slotsAsked.Load()
-	now := time.Now().UnixNano()
-	if now-last < int64(time.Second) || !c.slotsAsked.CompareAndSwap(last, now) {
-		return
-	}
-	if c.enter() != nil {
-		return
-	}
-	go func() {
-		defer c.exit()
-		c.readSlots(context.Background())
-	}()
-}
-
-// readSlots reads the cluster's slot table now, within ctx and one
-// CommandTimeout, and reports whether it was read.
-func (c *Client) readSlots(ctx context.Context) bool {
-	ctx, cancel := c.e.cmdCtx(ctx)
-	defer cancel()
-	t, err := slots.Read(ctx, c.rc)
-	if err != nil {
-		return false
-	}
-	c.slotTable.Store(&t)
-	c.slotsAsked.Store(time.Now().UnixNano())
-	return true
 }
 
 // valid reports whether c was made by New or FromClient: a nil or zero
@@ -423,7 +366,7 @@ func (c *Client) Addr() string {
 	if !c.valid() {
 		return ""
 	}
-	return c.master()
+	return c.route.master()
 }
 
 // Redis returns the underlying rueidis client, for commands of your own
@@ -620,81 +563,16 @@ func (l *hold) endClosed(helds []*Held, err error) error {
 	return err
 }
 
-// latchFlushDelay is how long answered unlock latches gather before the
-// cleaner deletes them together.
-const latchFlushDelay = time.Second
-
-// doMultiApart sends cmds on a connection of their own when the rueidis
-// client is the Client's (New made it, with rueidis's default of 1,000
-// dedicated connections, of which the Client uses at most a few), and on
-// the shared one otherwise: a client given to FromClient may have its
-// dedicated connections all in use (an application's BLPOP, a
-// BlockingPoolSize of 1), and rueidis waits for one without a bound.
-func (c *Client) doMultiApart(ctx context.Context, cmds []rueidis.Completed) []rueidis.RedisResult {
-	if c.owned {
-		return reentrant.DoMultiApart(ctx, c.rc, cmds...)
-	}
-	return c.rc.DoMulti(ctx, cmds...)
-}
-
 // connBuffer is the read and the write buffer of each connection New
 // makes.
 const connBuffer = 64 << 10
-
-// cleanLatches deletes answered unlock latches in batches, off the
-// Unlock path (they also expire by themselves).
-func (c *Client) cleanLatches(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			c.deleteLatches(nil)
-			return
-		case k := <-c.latches:
-			// Gather a second's worth, then delete them in one round trip:
-			// off the Unlock path, and not one command per Unlock.
-			t := time.NewTimer(latchFlushDelay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
-			c.deleteLatches(&k)
-		}
-	}
-}
-
-// deleteLatches deletes first (if any) and every latch queued behind it,
-// in one round trip. Its context is not the loop's: the last batch, at
-// Close, must still go out.
-func (c *Client) deleteLatches(first *string) {
-	// A new slice each time: rueidis's writer may still read the last one
-	// after DoMulti returned.
-	var batch []rueidis.Completed
-	if first != nil {
-		batch = append(batch, c.rc.B().Del().Key(*first).Build())
-	}
-	for len(batch) < cap(c.latches) {
-		select {
-		case k := <-c.latches:
-			batch = append(batch, c.rc.B().Del().Key(k).Build())
-			continue
-		default:
-		}
-		break
-	}
-	if len(batch) > 0 {
-		ctx, cancel := c.e.cmdCtx(context.Background())
-		c.doMultiApart(ctx, batch)
-		cancel()
-	}
-}
 
 func (c *Client) onTick(t watchdog.Tick) {
 	if c.obs == nil || c.obs.Renew == nil {
 		return
 	}
 	var err error
-	addr := c.master()
+	addr := c.route.master()
 	if t.Err != nil {
 		err = masterErr(addr, "renew", t.Err)
 	}

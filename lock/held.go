@@ -210,7 +210,7 @@ func (h *Held) Unlock(ctx context.Context) error {
 	start := time.Now()
 	released, err := c.unlock(ctx, h)
 	if c.obs != nil && c.obs.Release != nil {
-		c.obs.Release(ctx, observe.Release{Name: h.l.name, Addr: c.at(h.l.name), Owner: h.owner, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
+		c.obs.Release(ctx, observe.Release{Name: h.l.name, Addr: c.route.at(h.l.name), Owner: h.owner, Released: released, HeldFor: start.Sub(h.at), Duration: time.Since(start), Err: err})
 	}
 	return err
 }
@@ -268,7 +268,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		// The last hold: no renewal may land after the release, or it
 		// would read as a loss. The entry is still judged meanwhile.
 		if err := c.wd.Begin(ctx, entry); err != nil {
-			return false, join(masterErr(c.errAt(l.name), "release", err), ctx.Err())
+			return false, join(masterErr(c.route.errAt(l.name), "release", err), ctx.Err())
 		}
 		defer c.wd.End(entry)
 	}
@@ -283,7 +283,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		return false, l.unconfirmed(h, &request{id: r.RequestID, release: h, sent: sent}, err)
 	}
 	if res == reentrant.Fenced {
-		return false, masterErr(c.errAt(l.name), "release", fmt.Errorf("%w: a new request was fenced", reentrant.ErrUnexpectedReply))
+		return false, masterErr(c.route.errAt(l.name), "release", fmt.Errorf("%w: a new request was fenced", reentrant.ErrUnexpectedReply))
 	}
 	l.released(ctx, h, res)
 	if _, herr := h.ended(); !errors.Is(herr, ErrNotHeld) {

@@ -211,7 +211,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 		a.deadline = a.start.Add(o.wait)
 	}
 	if c.obs != nil && c.obs.AcquireStart != nil {
-		if x := c.obs.AcquireStart(ctx, observe.AcquireStart{Name: m.name, Addr: c.at(m.name), Owner: owner, Blocking: blocking, Wait: o.wait, Lease: o.lease}); x != nil {
+		if x := c.obs.AcquireStart(ctx, observe.AcquireStart{Name: m.name, Addr: c.route.at(m.name), Owner: owner, Blocking: blocking, Wait: o.wait, Lease: o.lease}); x != nil {
 			a.octx = x
 		}
 	}
@@ -224,7 +224,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 // observeEnd reports the call's end to the Observer.
 func (a *acquisition) observeEnd(held *Held, err error) {
 	end := a.end
-	end.Name, end.Addr, end.Acquired, end.Err = a.m.name, a.c.at(a.m.name), err == nil, err
+	end.Name, end.Addr, end.Acquired, end.Err = a.m.name, a.c.route.at(a.m.name), err == nil, err
 	end.Duration = time.Since(a.start)
 	if held != nil {
 		end.Reentrant, end.Fence, end.AcquiredAt = held.reentry, held.fence, held.at
@@ -236,7 +236,7 @@ func (a *acquisition) observeEnd(held *Held, err error) {
 // place in the queue (else 0).
 func (a *acquisition) waiting(ttl time.Duration, err error, position int) {
 	if a.c.obs != nil && a.c.obs.Waiting != nil {
-		a.c.obs.Waiting(a.octx, observe.Waiting{Name: a.m.name, Addr: a.c.at(a.m.name), TTL: ttl, Err: err, Position: position})
+		a.c.obs.Waiting(a.octx, observe.Waiting{Name: a.m.name, Addr: a.c.route.at(a.m.name), TTL: ttl, Err: err, Position: position})
 	}
 }
 
@@ -519,7 +519,7 @@ func (m *Mutex) sleep(octx, ctx context.Context, w *pubsub.Waiter, kick <-chan s
 	}
 	slept := time.Since(start)
 	if c.obs != nil && c.obs.WakeUp != nil {
-		c.obs.WakeUp(octx, observe.WakeUp{Name: m.name, Addr: c.at(m.name), Reason: reason, Slept: slept})
+		c.obs.WakeUp(octx, observe.WakeUp{Name: m.name, Addr: c.route.at(m.name), Reason: reason, Slept: slept})
 	}
 	return slept, reason, nil
 }
@@ -621,7 +621,7 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 	c := m.c
 	s, err := c.reps.sync(ctx, m.name)
 	if err != nil {
-		return outcome{}, false, join(ErrNotAcquired, masterErr(c.at(m.name), "acquire", err))
+		return outcome{}, false, join(ErrNotAcquired, masterErr(c.route.at(m.name), "acquire", err))
 	}
 	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: l.known(ctx, o.fenced),
 		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: s, Mode: o.p.mode,
@@ -647,7 +647,7 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 		}
 		return outcome{}, true, nil
 	case reentrant.Cancelled:
-		return outcome{}, false, masterErr(c.errAt(m.name), "acquire", fmt.Errorf("%w: a new request was cancelled", reentrant.ErrUnexpectedReply))
+		return outcome{}, false, masterErr(c.route.errAt(m.name), "acquire", fmt.Errorf("%w: a new request was cancelled", reentrant.ErrUnexpectedReply))
 	}
 	l.count = res.Count
 	l.leftFair(o.fair) // granted: out of the queue
@@ -671,7 +671,7 @@ func (m *Mutex) unusable(ctx context.Context, l *hold, s reentrant.Sync, unconfi
 	}
 	if unconfirmed {
 		if *unsynced++; *unsynced == maxUnsynced {
-			return outcome{}, false, join(ErrNotAcquired, masterErr(c.errAt(m.name), "acquire", notSynced(s)))
+			return outcome{}, false, join(ErrNotAcquired, masterErr(c.route.errAt(m.name), "acquire", notSynced(s)))
 		}
 	}
 	return outcome{}, true, nil // late or unconfirmed: try again at once

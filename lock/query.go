@@ -133,7 +133,7 @@ func (m *Mutex) forceUnlock(ctx context.Context, always bool, send func(context.
 	deleted, err := send(qctx, c)
 	cancel()
 	if err != nil {
-		return false, join(masterErr(c.errAt(m.name), "force unlock", err), ctx.Err())
+		return false, join(masterErr(c.route.errAt(m.name), "force unlock", err), ctx.Err())
 	}
 	if always || deleted {
 		c.loseName(m.name)
@@ -155,10 +155,10 @@ func (m *Mutex) query(ctx context.Context, op string, build func(rueidis.Client)
 	defer cancel()
 	res := c.rc.Do(qctx, build(c.rc))
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		return join(masterErr(c.errAt(m.name), op, err), ctx.Err())
+		return join(masterErr(c.route.errAt(m.name), op, err), ctx.Err())
 	}
 	if err := read(res); err != nil {
-		return masterErr(c.errAt(m.name), op, err)
+		return masterErr(c.route.errAt(m.name), op, err)
 	}
 	return nil
 }

@@ -245,7 +245,7 @@ func (m *Mutex) isLockedHalf(ctx context.Context) (bool, error) {
 	locked, err := reentrant.IsLockedRW(qctx, c.rc, m.name, m.p.mode)
 	cancel()
 	if err != nil {
-		return false, join(masterErr(c.errAt(m.name), "is locked", err), ctx.Err())
+		return false, join(masterErr(c.route.errAt(m.name), "is locked", err), ctx.Err())
 	}
 	return locked, nil
 }

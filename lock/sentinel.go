@@ -121,17 +121,6 @@ func checkSentinelClient(ctx context.Context, rc rueidis.Client) error {
 	return nil
 }
 
-// master returns the address of the Client's master: with Sentinel, the
-// one rueidis talks to now.
-func (c *Client) master() string {
-	if c.sentinel {
-		if a := firstNode(c.rc); a != "" {
-			return a
-		}
-	}
-	return c.addr
-}
-
 // followMaster runs in the background of a Sentinel Client until ctx
 // ends: when rueidis has switched to another master, it loads the
 // scripts there and moves the subscription connection (every waiter is
@@ -140,14 +129,14 @@ func (c *Client) master() string {
 func (c *Client) followMaster(ctx context.Context) {
 	t := time.NewTicker(masterPoll)
 	defer t.Stop()
-	last := c.master()
+	last := c.route.master()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := c.master()
+		now := c.route.master()
 		if now == last {
 			continue
 		}

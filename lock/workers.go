@@ -25,6 +25,8 @@ import (
 const workerIdle = 30 * time.Second
 
 type workers struct {
+	bg *sync.WaitGroup // the Client's background goroutines, which Close joins
+
 	mu     sync.Mutex
 	idle   []*worker
 	closed bool
@@ -37,8 +39,7 @@ type worker struct {
 
 // lend runs f on one of the Client's workers and reports whether it
 // could: false once Close has stopped lending (f is not run).
-func (c *Client) lend(f func()) bool {
-	wk := &c.wk
+func (wk *workers) lend(f func()) bool {
 	wk.mu.Lock()
 	if wk.closed {
 		wk.mu.Unlock()
@@ -54,34 +55,34 @@ func (c *Client) lend(f func()) bool {
 			wk.stop = make(chan struct{})
 		}
 		w = &worker{work: make(chan func(), 1)}
-		c.bg.Add(1) // before Close's c.bg.Wait: it sets closed first
-		go c.worker(w, wk.stop)
+		wk.bg.Add(1) // before Close's c.bg.Wait: it sets closed first
+		go wk.run(w, wk.stop)
 	}
 	wk.mu.Unlock()
 	w.work <- f
 	return true
 }
 
-// worker runs the functions sent to w until it was idle for workerIdle
-// or Close stopped lending.
-func (c *Client) worker(w *worker, stop <-chan struct{}) {
-	defer c.bg.Done()
+// run runs the functions sent to w until it was idle for workerIdle or
+// Close stopped lending.
+func (wk *workers) run(w *worker, stop <-chan struct{}) {
+	defer wk.bg.Done()
 	t := time.NewTimer(workerIdle)
 	defer t.Stop()
 	for {
 		select {
 		case f := <-w.work:
 			f()
-			if !c.wk.park(w) {
+			if !wk.park(w) {
 				return
 			}
 			t.Reset(workerIdle)
 		case <-t.C:
-			if c.wk.leave(w) {
+			if wk.leave(w) {
 				return
 			}
 		case <-stop:
-			if c.wk.leave(w) {
+			if wk.leave(w) {
 				return
 			}
 			stop = nil // popped meanwhile: its function is on the way

@@ -25,7 +25,7 @@ func TestWorkersLendReuseAndCloseJoins(t *testing.T) {
 	started.Add(n)
 	finished.Add(n)
 	for range n {
-		if !c.lend(func() {
+		if !c.wk.lend(func() {
 			started.Done()
 			started.Wait()
 			finished.Done()
@@ -44,7 +44,7 @@ func TestWorkersLendReuseAndCloseJoins(t *testing.T) {
 		runtime.Gosched()
 	}
 	done := make(chan struct{})
-	if !c.lend(func() { close(done) }) {
+	if !c.wk.lend(func() { close(done) }) {
 		t.Fatal("lend refused on an open Client")
 	}
 	<-done
@@ -57,7 +57,7 @@ func TestWorkersLendReuseAndCloseJoins(t *testing.T) {
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if c.lend(func() { t.Error("ran after Close") }) {
+	if c.wk.lend(func() { t.Error("ran after Close") }) {
 		t.Error("lend accepted after Close")
 	}
 	if got := parked(); got != 0 {
