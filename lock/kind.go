@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rlock-go/rlock/reentrant"
@@ -72,6 +73,15 @@ func (p *protocol) layout(q *protocol) bool { return p.mode == q.mode }
 func (p *protocol) fenceable() error {
 	if p.mode != reentrant.ModeLock {
 		return invalidf("Fenced with a %s lock (Redisson has no fenced %s lock)", p.mode, p.mode)
+	}
+	return nil
+}
+
+// reenter refuses an acquisition of name by an owner that holds it
+// (held) when p is not reentrant: ErrReentered.
+func (p *protocol) reenter(name string, held bool) error {
+	if p.once && held {
+		return fmt.Errorf("%w: %s", ErrReentered, name)
 	}
 	return nil
 }

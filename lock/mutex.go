@@ -565,10 +565,10 @@ func (m *Mutex) attempt(ctx context.Context, l *hold, owner uint64, o options) (
 		}
 	}
 	l.p = o.p
-	if o.p.once && l.live() {
+	if err := o.p.reenter(m.name, l.live()); err != nil {
 		// Checked holding the turn: two goroutines of one owner cannot
 		// both pass it.
-		return outcome{}, join(ErrNotAcquired, fmt.Errorf("%w: %s", ErrReentered, m.name))
+		return outcome{}, join(ErrNotAcquired, err)
 	}
 	// An earlier request's fate first, for as long as one command may
 	// take: an outage is the caller's to ride out, not this attempt's.
