@@ -71,7 +71,7 @@ type options struct {
 	fenced  bool
 	p       *protocol // the Mutex's: the field's releases follow the last acquisition's
 	// ext holds the settings of package multilock's options (through
-	// internal/bridge); a Mutex refuses them.
+	// internal/lockcore); a Mutex refuses them.
 	ext any
 	// fair is a waiting fair acquisition's place in the queue: its
 	// requests ask to join it (nil: they never do).

@@ -6,7 +6,7 @@ import (
 )
 
 // Workers: goroutines the Client lends to package multilock (through
-// internal/bridge.Go), so that a multi-master lock's round sends its
+// internal/lockcore's Go), so that a multi-master lock's round sends its
 // per-master calls without starting a goroutine per master per call.
 //
 // A worker runs one function at a time. Idle workers wait on a stack,

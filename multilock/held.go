@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
@@ -312,7 +311,7 @@ func (h *Held) Unlock(ctx context.Context) error {
 			defer wg.Done()
 			errs[k] = todo[k].h.Unlock(ctx)
 		}
-		if !bridge.Go(h.l.ms[todo[k].i].Client(), f) {
+		if !core.Go(h.l.ms[todo[k].i].Client(), f) {
 			f()
 		}
 	}

@@ -8,12 +8,16 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/internal/line"
+	"github.com/rlock-go/rlock/internal/lockcore"
 	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
 )
+
+// core is what multilock uses of package lock beyond lock's API
+// (internal/lockcore).
+var core = lockcore.Get[*lock.Mutex, *lock.Client, lock.Option]()
 
 // ErrQuorum is returned (in a *QuorumError) when too few masters granted
 // the lock in time; it comes with lock.ErrNotAcquired.
@@ -78,7 +82,8 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 			l.err = invalidf("%s: mutex %d is nil or has no Client", kind, i)
 			return l
 		}
-		if err := bridge.MutexErr(m); err != nil {
+		d := core.Describe(m)
+		if err := d.Err; err != nil {
 			l.err = oneline.Wrapf(err, "%s: mutex %d", kind, i)
 			return l
 		}
@@ -88,7 +93,7 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 		}
 		seen[c] = i
 		l.addrs[i] = c.Addr()
-		if wd := bridge.WatchdogTimeout(c); l.watchdogLease == 0 || wd < l.watchdogLease {
+		if wd := d.WatchdogTimeout; l.watchdogLease == 0 || wd < l.watchdogLease {
 			l.watchdogLease = wd
 		}
 	}
@@ -140,7 +145,7 @@ func (l *Lock) heldBy(ctx context.Context) bool {
 		return false
 	}
 	for _, m := range l.ms {
-		if bridge.HeldBy(m, owner) {
+		if core.HeldBy(m, owner) {
 			return true
 		}
 	}
@@ -483,8 +488,8 @@ func (l *Lock) onMaster(i int, op string, err error) error {
 // Mutex is a spin lock (lock.Client.SpinMutex), nil otherwise.
 func (l *Lock) spinSleeper() func() time.Duration {
 	for _, m := range l.ms {
-		if s := bridge.SpinSleeper(m); s != nil {
-			return s
+		if s := core.Describe(m).Sleeper; s != nil {
+			return s()
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
 )
@@ -29,7 +28,7 @@ const (
 )
 
 // settings are the multilock options of one call, kept in the call's
-// lock options (internal/bridge.Extend).
+// lock options (lockcore's Extend).
 type settings struct {
 	driftFactor float64
 	driftFixed  time.Duration
@@ -39,14 +38,14 @@ type settings struct {
 
 // extend returns a lock.Option that sets part of the call's settings.
 func extend(set func(s *settings) error) lock.Option {
-	return bridge.Extend(func(ext *any) error {
+	return core.Extend(func(ext *any) error {
 		s, _ := (*ext).(*settings)
 		if s == nil {
 			s = &settings{driftFactor: DefaultDriftFactor, driftFixed: DefaultDriftFixed}
 			*ext = s
 		}
 		return set(s)
-	}).(lock.Option)
+	})
 }
 
 type options struct {
@@ -101,7 +100,7 @@ func Observe(obs *observe.Observer) lock.Option {
 // lock.Wait, lock.Lease and lock.Fenced mean for the whole lock what they
 // mean for one Mutex (see Lock and Held.Fence).
 func (l *Lock) options(blocking bool, opts []lock.Option) (*options, error) {
-	p, err := bridge.ParseOptions(blocking, opts)
+	p, err := core.ParseOptions(blocking, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/internal/line"
 	"github.com/rlock-go/rlock/lock"
 )
@@ -83,7 +82,8 @@ func (l *Lock) keyOf() {
 	}
 	ks := make([]km, len(l.ms))
 	for i, m := range l.ms {
-		kind, shared := bridge.Kind(m)
+		d := core.Describe(m)
+		kind, shared := d.Kind, d.Shared
 		ks[i] = km{fmt.Sprintf("%p %s %d:%s", m.Client(), kind, len(m.Name()), m.Name()), i}
 		if i == 0 || !shared {
 			l.shared = shared

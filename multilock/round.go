@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
 )
@@ -258,7 +257,7 @@ func (c *call) send(ctx context.Context, r *round, deadline time.Time) {
 	r.mu.Unlock()
 	for i, m := range l.ms {
 		l.bg.Add(1)
-		if !bridge.Go(m.Client(), func() { c.attempt(ctx, r, i, deadline) }) {
+		if !core.Go(m.Client(), func() { c.attempt(ctx, r, i, deadline) }) {
 			l.bg.Done()
 			r.deliver(c, reply{i: i, err: lock.ErrClosed, ttl: -1})
 		}
@@ -275,7 +274,7 @@ func (c *call) background(i int, f func()) {
 		defer l.bg.Done()
 		f()
 	}
-	if !bridge.Go(l.ms[i].Client(), g) {
+	if !core.Go(l.ms[i].Client(), g) {
 		g()
 	}
 }

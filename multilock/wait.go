@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlock-go/rlock/internal/bridge"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/pubsub"
@@ -115,7 +114,7 @@ func (w *watches) subscribe(ctx context.Context, i int, m *lock.Mutex, first tim
 	bound, delay := first, minRetryDelay
 	for {
 		wctx, cancel := context.WithTimeout(ctx, bound)
-		x, err := bridge.Watch(wctx, m)
+		x, err := core.Watch(wctx, m)
 		cancel()
 		if done != nil {
 			done <- struct{}{}
