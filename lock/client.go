@@ -73,6 +73,11 @@ type subscriber interface {
 // answers, ErrUnavailable; credentials refused by a sentinel or by the
 // master, ErrAuth. The error names the master set and its sentinels.
 //
+// An address (without MasterSet or Cluster) whose server answers ROLE as
+// a replica is ErrUnavailable, naming the master it follows: every lock
+// there would be refused (READONLY). A failover may be under way; call
+// New again to ride it out, as rlock run --wait does.
+//
 // May return ErrInvalid, ErrUnavailable, ErrAuth.
 func New(ctx context.Context, cfg Config) (*Client, error) {
 	if ctx == nil {
@@ -277,15 +282,10 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	c.e = &env{rc: rc, cfg: cfg, obs: c.obs, done: c.done,
 		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.cleaner.latches, settling: &c.settling,
 		at: c.route.at, errAt: c.route.errAt, sync: c.reps.sync, acked: c.reps.acked, kick: c.queues.kick}
-	if owned && cfg.ReplicaSyncTimeout >= 0 {
-		// The master's replicas are known before the first acquire,
-		// which then costs one round trip as before; a user who may not
-		// ask (ROLE) is told now, not by a replica sync silently off. In
-		// a cluster this asks the first node only: the others are asked
-		// before their first request.
-		if rc := c.reps.learnReplicas(ctx, c.addr); rc.refused != nil {
+	if owned {
+		if err := c.reps.askAtNew(ctx, c.addr, c.route.sentinel); err != nil {
 			c.stopSettle()
-			return nil, masterErr(c.addr, "connect", rc.refused)
+			return nil, masterErr(c.addr, "connect", err)
 		}
 	}
 	if cfg.Cluster {

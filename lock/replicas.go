@@ -2,7 +2,10 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,10 +45,11 @@ type replicas struct {
 
 // replicaCount is what a Client knows of one master's replicas.
 type replicaCount struct {
-	n       int       // replicas listed by the last ROLE answered (kept when a later one is not)
-	asked   time.Time // when ROLE was last asked; zero: ask before the next request
-	known   bool      // n answers the last ROLE asked: since then no refresh failed and no WAIT disagreed
-	refused error     // the last ROLE was refused (ACL): ErrAuth naming ROLE
+	n         int       // replicas listed by the last ROLE answered (kept when a later one is not)
+	asked     time.Time // when ROLE was last asked; zero: ask before the next request
+	known     bool      // n answers the last ROLE asked: since then no refresh failed and no WAIT disagreed
+	refused   error     // the last ROLE was refused (ACL): ErrAuth naming ROLE
+	replicaOf string    // the last ROLE answered "slave": the master it follows
 }
 
 // stale reports whether rc must be asked again before it is used.
@@ -132,6 +136,27 @@ func (r *replicas) renewSync(ctx context.Context, name string) (string, reentran
 	return addr, s
 }
 
+// askAtNew asks the master New connects to for its ROLE, before the first
+// acquire. A replica given as the master is refused at once (a failover
+// may be under way: ErrUnavailable), not by every Lock's READONLY; with
+// Sentinel, rueidis follows the master itself, and a cluster's nodes are
+// read from its slot table. With replica sync on, the answer is the
+// master's replica count, which the first acquire then needs not ask
+// for, and a user who may not ask (ROLE) is told now, not by a replica
+// sync silently off; with it off, a ROLE that is refused or not answered
+// leaves the Client as it was before it was asked. In a cluster this asks
+// the first node only: the others are asked before their first request.
+func (r *replicas) askAtNew(ctx context.Context, addr string, sentinel bool) error {
+	rc := r.learnReplicas(ctx, addr)
+	switch {
+	case rc.replicaOf != "" && !r.cfg.Cluster && !sentinel:
+		return fmt.Errorf("%w: %s is a replica of %s (ROLE): a replica answers READONLY to every lock: give the master's address, or Config.MasterSet with the sentinels' addresses", ErrUnavailable, addr, rc.replicaOf)
+	case rc.refused != nil && r.cfg.ReplicaSyncTimeout >= 0:
+		return rc.refused
+	}
+	return nil
+}
+
 // learnReplicas asks the master at addr for its replica count and keeps
 // the answer for replicaRefresh. A question that is not answered keeps
 // the last count but makes it unknown (see sync), and is asked again
@@ -158,6 +183,9 @@ func (r *replicas) learnReplicas(ctx context.Context, addr string) replicaCount 
 		return rc
 	default:
 		rc.known, rc.asked, rc.refused = false, time.Now(), roleRefused(err)
+		if nm := (*notMaster)(nil); errors.As(err, &nm) {
+			rc.replicaOf = nm.of
+		}
 	}
 	r.m[addr] = rc
 	return rc
@@ -269,13 +297,30 @@ func (r *replicas) askReplicas(ctx context.Context, addr string) (int, error) {
 		return 0, fmt.Errorf("%s is not a master (ROLE answered %d elements)", addr, len(role))
 	}
 	if kind, _ := role[0].ToString(); kind != "master" {
-		return 0, fmt.Errorf("%s is not a master (ROLE %s)", addr, kind)
+		nm := &notMaster{addr: addr, role: kind}
+		if kind == "slave" && len(role) >= 3 {
+			host, _ := role[1].ToString()
+			port, _ := role[2].AsInt64()
+			nm.of = net.JoinHostPort(host, strconv.FormatInt(port, 10))
+		}
+		return 0, nm
 	}
 	reps, err := role[2].ToArray()
 	if err != nil {
 		return 0, err
 	}
 	return len(reps), nil
+}
+
+// notMaster is askReplicas's error for a node that does not answer ROLE
+// as a master: a replica (of the master at of), or a sentinel.
+type notMaster struct{ addr, role, of string }
+
+func (e *notMaster) Error() string {
+	if e.of != "" {
+		return fmt.Sprintf("%s is not a master (ROLE %s of %s)", e.addr, e.role, e.of)
+	}
+	return fmt.Sprintf("%s is not a master (ROLE %s)", e.addr, e.role)
 }
 
 // maxUnsynced is how many acquisitions in a row no replica acknowledged

@@ -318,3 +318,24 @@ func TestAcquireOnAReplicaLeavesNothingToSettle(t *testing.T) {
 		t.Fatalf("Close = %v: an answered acquire was left to settle", err)
 	}
 }
+
+// New on a replica is refused at once, with replica sync on or off: the
+// address is not the master's (issue 28, row 26). Before, New succeeded
+// and the first Lock failed with READONLY.
+func TestNewOnAReplicaIsRefused(t *testing.T) {
+	master, replica := withReplica(t)
+	for _, sync := range []time.Duration{0, -1} {
+		c, err := lock.New(bg(), lock.Config{Addrs: []string{replica.Addr()}, ReplicaSyncTimeout: sync})
+		if err == nil {
+			_, lerr := c.Mutex(name(t)).TryLock(bg())
+			_ = c.Close(bg())
+			t.Fatalf("ReplicaSyncTimeout %v: New on a replica succeeded; its TryLock: %v", sync, lerr)
+		}
+		if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "replica") ||
+			!strings.Contains(err.Error(), master.DirectAddr()) {
+			t.Fatalf("ReplicaSyncTimeout %v: New on a replica = %v: want ErrUnavailable naming the replica and its master %s", sync, err, master.DirectAddr())
+		}
+	}
+	// The master itself is accepted.
+	newClient(t, lock.Config{}, master)
+}

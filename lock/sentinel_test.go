@@ -251,11 +251,13 @@ func TestSentinel(t *testing.T) {
 		}
 	})
 
-	// A replica given as a standalone master: New succeeds (it reads
-	// nothing that a replica refuses), and the first acquire answers
-	// READONLY, which rlock reads as a failover in progress: an
-	// ErrUnavailable naming the replica, after riding it out until the
-	// ctx ends (TryLock) or past the failover window (Lock).
+	// A replica given as a standalone master: New refuses it at once, an
+	// ErrUnavailable naming it as a replica (issue 28, row 26). A Client
+	// whose master is demoted after it was made (here FromClient, which
+	// asks nothing) finds out from the first acquire's READONLY, which
+	// rlock reads as a failover in progress: an ErrUnavailable naming the
+	// replica, after riding it out until the ctx ends (TryLock) or past
+	// the failover window (Lock).
 	t.Run("ReplicaAsMaster", func(t *testing.T) {
 		var replica *integration.Server
 		for _, s := range g.Servers() {
@@ -263,13 +265,22 @@ func TestSentinel(t *testing.T) {
 				replica = s
 			}
 		}
+		_, err := lock.New(ctx, lock.Config{Addrs: []string{replica.DirectAddr()}, Password: serverPW})
+		if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), replica.DirectAddr()+" is a replica of ") {
+			t.Fatalf("New on a replica: %v, want ErrUnavailable naming it as a replica", err)
+		}
+		src, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{replica.DirectAddr()}, Password: serverPW, DisableCache: true})
+		must(t, err)
+		defer src.Close()
 		// A short CommandTimeout: Close settles the refused request,
 		// READONLY again, for two of them.
-		c := newClient(t, lock.Config{Addrs: []string{replica.DirectAddr()}, Password: serverPW, CommandTimeout: 250 * time.Millisecond})
+		c, err := lock.FromClient(src, lock.Config{CommandTimeout: 250 * time.Millisecond})
+		must(t, err)
+		defer func() { _ = c.Close(bg()) }()
 		n := name(t)
 		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		_, err := c.Mutex(n).TryLock(actx)
+		_, err = c.Mutex(n).TryLock(actx)
 		if !errors.Is(err, lock.ErrUnavailable) || !errors.Is(err, lock.ErrNotAcquired) {
 			t.Fatalf("TryLock on a replica: %v, want ErrNotAcquired and ErrUnavailable", err)
 		}

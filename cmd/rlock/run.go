@@ -308,6 +308,7 @@ type runner struct {
 	sigc chan os.Signal
 	hook *waitHook
 	tr   *tracer
+	rode time.Duration // how long connecting rode out a replica: taken from --wait
 }
 
 // signalError is the cause of a wait ended by a signal.
@@ -373,16 +374,59 @@ func (r *runner) watchSignals(cancel context.CancelCauseFunc) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// connect dials Redis, bounded by dialTimeout.
+// connect dials Redis, each attempt bounded by dialTimeout. A replica
+// where the master was expected (a failover under way; lock.New refuses
+// it) is ridden out as an acquire's READONLY is: with --wait D for up to
+// D, with --wait forever for 10s or the lease, whichever is longer; the
+// time that took is taken from the wait. A Redis that does not answer at
+// all is reported at once (a wrong address, most often).
 func (r *runner) connect(ctx context.Context, cfg lockerConfig) (locker, error) {
-	cctx, cancel := context.WithTimeout(ctx, dialTimeout+time.Second)
-	defer cancel()
-	lk, err := newLocker(cctx, cfg)
-	if err != nil {
-		err = connectHint(err, cfg.masters[0].TLS != nil)
-		return nil, exitWith(codeOf(err, exitSoftware), withHint(err)) // err names the address
+	ride := r.o.wait.d
+	if r.o.wait.forever {
+		ride = max(foreverRideOut, r.o.lease)
 	}
-	return lk, nil
+	start := time.Now()
+	pause, retried := 50*time.Millisecond, false
+	for {
+		cctx, cancel := context.WithTimeout(ctx, dialTimeout+time.Second)
+		lk, err := newLocker(cctx, cfg)
+		cancel()
+		if err == nil {
+			if retried {
+				r.rode = time.Since(start)
+			}
+			return lk, nil
+		}
+		left := ride - time.Since(start)
+		if !isReplica(err) || left <= 0 || !sleepCtx(ctx, min(pause, left)) {
+			err = connectHint(err, cfg.masters[0].TLS != nil)
+			return nil, exitWith(codeOf(err, exitSoftware), withHint(err)) // err names the address
+		}
+		pause, retried = min(2*pause, time.Second), true
+	}
+}
+
+// isReplica reports lock.New's refusal of an address whose server is a
+// replica (an ErrUnavailable saying so).
+func isReplica(err error) bool {
+	return errors.Is(err, lock.ErrUnavailable) && strings.Contains(err.Error(), " is a replica of ")
+}
+
+// foreverRideOut is how long --wait forever rides out an outage when
+// connecting (at least: the lease, when longer), as lock.Client.Lock
+// rides out a failover.
+const foreverRideOut = 10 * time.Second
+
+// sleepCtx sleeps d, or until ctx ends: it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // acquire takes the lock, waiting up to --wait (or forever). While it
@@ -395,7 +439,7 @@ func (r *runner) acquire(ctx context.Context, lk locker) error {
 		}
 	}
 	var w *waitWatch
-	opts := lockOptions{wait: r.o.wait.d, forever: r.o.wait.forever, lease: r.o.lease, noFence: r.o.noFence}
+	opts := lockOptions{wait: max(r.o.wait.d-r.rode, 0), forever: r.o.wait.forever, lease: r.o.lease, noFence: r.o.noFence}
 	// The watch ends the wait with lock.ErrNotLock when the key turns out
 	// not to be a lock: no wait makes it one.
 	lctx, abort := context.WithCancelCause(ctx)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,53 @@ func TestReplicaGivenAsTheMaster(t *testing.T) {
 	rc := c.Redis()
 	if n, err := rc.Do(context.Background(), rc.B().Exists().Key(name).Build()).AsInt64(); err != nil || n != 0 {
 		t.Fatalf("EXISTS %s on the master = %d, %v: want nothing left", name, n, err)
+	}
+}
+
+// A replica promoted while rlock run --wait waits for it (a failover that
+// ends within the wait) is where the lock is taken: connecting rides out
+// New's refusal of a replica as an acquire rides out READONLY (issue 28,
+// rows 4 and 26).
+func TestRunRidesOutAReplicaUntilPromoted(t *testing.T) {
+	master := newServer(t, integration.Options{})
+	host, port, err := net.SplitHostPort(master.DirectAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := newServer(t, integration.Options{Args: []string{"--replicaof", host, port}})
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{replica.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	roles := func() int64 {
+		info, err := rc.Do(context.Background(), rc.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_role:calls="); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	before := roles()
+	name := lockName(t)
+	s := startRlock(t, "run", "--addr", replica.Addr(), "--name", name, "--wait", "30s", "--", "echo", "acquired")
+	// rlock asked the replica's ROLE and was refused: the failover ends.
+	for deadline := time.Now().Add(10 * time.Second); roles() < before+2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("rlock never asked the replica's ROLE twice; stderr: %s", s.stderr)
+		}
+		time.Sleep(20 * time.Millisecond) // the server has no event for it
+	}
+	if err := rc.Do(context.Background(), rc.B().Replicaof().No().One().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	s.expectLine("acquired")
+	if r := s.wait(); r.code != 0 {
+		t.Fatalf("exit %d after the promotion; stderr: %s", r.code, r.stderr)
 	}
 }
