@@ -313,17 +313,18 @@ func TestNoPermToPublish(t *testing.T) {
 	}
 }
 
-// READONLY (a replica) and BUSY (a script running) are ErrUnavailable,
-// bounded by the ctx; nothing is left.
+// READONLY (a master demoted to a replica after New: New refuses a
+// replica) and BUSY (a script running) are ErrUnavailable, bounded by
+// the ctx; nothing is left.
 func TestTransientRefusals(t *testing.T) {
 	t.Run("READONLY", func(t *testing.T) {
 		master := integrationRedis(t)
 		replica := integrationRedis(t)
+		c := newClient(t, lock.Config{}, replica)
 		rc := raw(t, replica)
 		host, port, _ := strings.Cut(master.DirectAddr(), ":")
 		must(t, do(t, rc, "REPLICAOF", host, port).Error())
 		defer do(t, rc, "REPLICAOF", "NO", "ONE")
-		c := newClient(t, lock.Config{}, replica)
 		ctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
 		defer cancel()
 		_, err := c.Mutex("ro").TryLock(ctx)
@@ -337,11 +338,11 @@ func TestTransientRefusals(t *testing.T) {
 		// progress, but not for ever: past the window it is reported.
 		master := integrationRedis(t)
 		replica := integrationRedis(t)
+		c := newClient(t, lock.Config{WatchdogTimeout: time.Second}, replica)
 		rc := raw(t, replica)
 		host, port, _ := strings.Cut(master.DirectAddr(), ":")
 		must(t, do(t, rc, "REPLICAOF", host, port).Error())
 		defer do(t, rc, "REPLICAOF", "NO", "ONE")
-		c := newClient(t, lock.Config{WatchdogTimeout: time.Second}, replica)
 		ctx, cancel := context.WithTimeout(bg(), time.Minute)
 		defer cancel()
 		_, err := c.Mutex("ro-blocking").Lock(ctx)

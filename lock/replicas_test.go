@@ -300,14 +300,18 @@ func TestReplicaSyncARenewalNoReplicaHasIsNotCounted(t *testing.T) {
 	_ = h.Unlock(bg())
 }
 
-// Addrs names a replica: the acquire is answered READONLY, which is an
-// answer (the script changed nothing), not a lost reply. TryLock fails
-// with ErrUnavailable saying the server is a replica, and nothing is
-// left to settle: Close does not go on asking the replica about it.
+// The master is demoted to a replica after New (New refuses a replica):
+// the acquire is answered READONLY, which is an answer (the script
+// changed nothing), not a lost reply. TryLock fails with ErrUnavailable
+// saying the server is a replica, and nothing is left to settle: Close
+// does not go on asking the replica about it.
 func TestAcquireOnAReplicaLeavesNothingToSettle(t *testing.T) {
-	_, replica := withReplica(t)
+	master := integrationRedis(t)
+	replica := integrationRedis(t)
 	c, err := lock.New(bg(), lock.Config{Addrs: []string{replica.Addr()}})
 	must(t, err)
+	host, port, _ := strings.Cut(master.DirectAddr(), ":")
+	must(t, do(t, raw(t, replica), "REPLICAOF", host, port).Error())
 	_, err = c.Mutex(name(t)).TryLock(bg())
 	if !errors.Is(err, lock.ErrUnavailable) || !strings.Contains(err.Error(), "replica") {
 		t.Fatalf("TryLock on a replica = %v, want ErrUnavailable saying it is a replica", err)
