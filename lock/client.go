@@ -459,10 +459,10 @@ func (c *Client) Close(ctx context.Context) error {
 	return join(errs...)
 }
 
-// closeHold releases every hold of l for Close, holding its turn, and
-// ends its Helds with ErrClosed. Releases stop when ctx ends or when the
-// lock is lost (its lease ran out unanswered): Close never waits longer
-// than the leases of what it holds.
+// closeHold ends l's Helds with ErrClosed and then releases every hold
+// of l for Close, holding its turn. Releases stop when ctx ends or when
+// the lock is lost (its lease ran out unanswered): Close never waits
+// longer than the leases of what it holds.
 func (l *hold) closeHold(ctx context.Context) error {
 	l.e.mu.Lock()
 	helds := append([]*Held(nil), l.helds...)
@@ -490,37 +490,69 @@ func (l *hold) closeHold(ctx context.Context) error {
 	l.e.mu.Unlock()
 	if entry != nil {
 		// No renewal may land after the last release (it would read as
-		// a loss); the entry is still judged, which ends the releases
-		// below when its lease must have run out.
+		// a loss); the entry is still judged.
 		if err := l.e.wd.Begin(ctx, entry); err != nil {
 			return l.endClosed(helds, err)
 		}
 		defer l.e.wd.End(entry)
 	}
-	if len(helds) == 0 {
-		// Strays only: nobody's lease bounds their release, so one
-		// attempt's worth of time does; they expire by themselves.
-		rctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
-		defer cancel()
-		ctx = rctx
+	// The Helds end before the first release: once it has run, another
+	// Client may be granted the lock, and no Held of this one may be live
+	// then (the hold spin model's CLOSE_LATE).
+	if lerr := l.endHelds(helds); lerr != nil {
+		return l.endClosed(helds, nil) // lost before Close: nothing to release
 	}
-	for l.count > 0 && err == nil {
-		if len(helds) > 0 {
-			if done, _ := helds[0].ended(); done {
-				break // lost meanwhile
-			}
-		}
-		err = l.closeRelease(ctx, helds, lost)
+	bound := 2 * l.e.cfg.CommandTimeout
+	if entry != nil {
+		// Releases stop when the lease must have run out: Close never
+		// waits longer than the leases of what it holds.
+		bound = time.Until(l.e.wd.Deadline(entry))
+	} // else strays only: nobody's lease bounds their release, so one
+	// attempt's worth of time does; they expire by themselves.
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for l.count > 0 && err == nil && !l.judged(entry) {
+		err = l.closeRelease(rctx, helds)
+	}
+	if l.count > 0 && l.judged(entry) {
+		// Its lease ran out before Close could release it.
+		err = join(err, &LostError{Name: l.name, Addr: l.e.at(l.name), Kind: observe.LossLeaseExpired,
+			Reason: "its lease ran out before Close could release it"})
 	}
 	return l.endClosed(helds, err)
 }
 
+// endHelds ends helds with ErrClosed, and returns the cause that had
+// ended them before, if a loss had.
+func (l *hold) endHelds(helds []*Held) error {
+	for i := len(helds) - 1; i >= 0; i-- {
+		helds[i].finish(ErrClosed)
+	}
+	if len(helds) > 0 {
+		if _, cause := helds[0].ended(); !errors.Is(cause, ErrClosed) {
+			return cause
+		}
+	}
+	return nil
+}
+
+// judged reports whether the watchdog judged entry lost (onLost dropped
+// it); false for nil.
+func (l *hold) judged(entry *watchdog.Entry) bool {
+	if entry == nil {
+		return false
+	}
+	l.e.mu.Lock()
+	defer l.e.mu.Unlock()
+	return l.entry != entry
+}
+
 // closeRelease sends one of Close's releases of l, holding the turn, and
 // applies its answer.
-func (l *hold) closeRelease(ctx context.Context, helds []*Held, lost <-chan struct{}) error {
+func (l *hold) closeRelease(ctx context.Context, helds []*Held) error {
 	r := l.newRelease(l.e.cfg.WatchdogTimeout)
 	start := time.Now()
-	res, _, err := l.e.sendRelease(ctx, r, stops{a: lost})
+	res, _, err := l.e.sendRelease(ctx, r, stops{})
 	if l.e.obs != nil && l.e.obs.Release != nil && len(helds) > 0 {
 		h := helds[len(helds)-1]
 		l.e.obs.Release(ctx, observe.Release{Name: l.name, Addr: l.e.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,
@@ -549,15 +581,7 @@ func (l *hold) endClosed(helds []*Held, err error) error {
 	if e != nil {
 		l.e.wd.Remove(e)
 	}
-	for i := len(helds) - 1; i >= 0; i-- {
-		helds[i].finish(ErrClosed)
-	}
-	if done, lerr := func() (bool, error) {
-		if len(helds) == 0 {
-			return false, nil
-		}
-		return helds[0].ended()
-	}(); done && !errors.Is(lerr, ErrClosed) {
+	if lerr := l.endHelds(helds); lerr != nil {
 		return join(err, lerr)
 	}
 	return err

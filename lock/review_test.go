@@ -132,3 +132,38 @@ func TestReviewCloseIsNotReportedAsALoss(t *testing.T) {
 		t.Fatalf("%d of %d Closes reported a loss of a lock Close released itself (Observer losses: %d)", bad, rounds, losses.Load())
 	}
 }
+
+// Close ends its Helds before its first release (the hold spin model's
+// CLOSE_LATE, docs/model/hold.pml): another Client may be granted the
+// lock as soon as the release has run, and a Held whose owner does not
+// know of Close must have ended by then. Here the release's reply is
+// delayed 1 s after Redis ran it: another Client's waiter is granted
+// meanwhile. Before, Close ended the Helds only after the release's
+// answer: the grant came while the Held's context was live.
+func TestCloseEndsItsHeldsBeforeItReleases(t *testing.T) {
+	srv := integrationRedis(t)
+	a, err := lock.New(bg(), lock.Config{Addrs: []string{srv.Addr()}, CommandTimeout: 3 * time.Second})
+	must(t, err)
+	b := newClient(t, lock.Config{}, srv)
+	n := name(t)
+	h, err := a.Mutex(n).Lock(bg())
+	must(t, err)
+	f := inject(t, srv, integration.Rule{Match: isRelease(n), Action: integration.DelayReply(time.Second)})
+	defer f.Remove()
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close(bg()) }()
+	hb, err := b.Mutex(n).Lock(bg())
+	must(t, err)
+	live := h.Context().Err() == nil
+	must(t, hb.Unlock(bg()))
+	must(t, <-closed)
+	if f.Hits() != 1 {
+		t.Fatalf("the release's reply was delayed %d times, want 1", f.Hits())
+	}
+	if live {
+		t.Fatal("another Client was granted the lock while a Held of the closing Client was live")
+	}
+	if cause := context.Cause(h.Context()); !errors.Is(cause, lock.ErrClosed) {
+		t.Fatalf("the Held ended with %v, want ErrClosed", cause)
+	}
+}
