@@ -560,7 +560,7 @@ func (l *hold) closeRelease(ctx context.Context, helds []*Held) error {
 	}
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			l.setUnsettled(&request{id: r.RequestID, sent: start})
+			l.requestLost(r.RequestID, start)
 		}
 		return err
 	}

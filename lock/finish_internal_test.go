@@ -56,7 +56,7 @@ func TestFinishCancelsWithTheFirstEnd(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			l.onLost(e, &watchdog.LossError{Name: n, Kind: observe.LossLeaseExpired, Reason: "test"})
+			l.lossJudged(e, &watchdog.LossError{Name: n, Kind: observe.LossLeaseExpired, Reason: "test"})
 		}()
 		go func() { defer wg.Done(); <-start; _ = l.endClosed(helds, nil) }()
 		close(start)

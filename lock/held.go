@@ -285,7 +285,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	if res == reentrant.Fenced {
 		return false, masterErr(c.route.errAt(l.name), "release", fmt.Errorf("%w: a new request was fenced", reentrant.ErrUnexpectedReply))
 	}
-	l.released(ctx, h, res)
+	l.releaseAnswered(ctx, h, res)
 	if _, herr := h.ended(); !errors.Is(herr, ErrNotHeld) {
 		return false, herr
 	}
@@ -306,7 +306,7 @@ func (l *hold) unconfirmed(h *Held, u *request, err error) error {
 	if !errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	l.setUnsettled(u)
+	l.releaseLost(u.id, u.release, u.sent)
 	defer l.settleLater()
 	if done, herr := h.ended(); done {
 		return join(herr, ErrUnavailable)
@@ -361,8 +361,8 @@ func (l *hold) leaseAfter(h *Held) time.Duration {
 	return lease
 }
 
-// released applies a release's answer for h, holding the turn.
-func (l *hold) released(ctx context.Context, h *Held, res reentrant.ReleaseResult) {
+// releaseAnswered applies a release's answer for h, holding the turn.
+func (l *hold) releaseAnswered(ctx context.Context, h *Held, res reentrant.ReleaseResult) {
 	switch res {
 	case reentrant.StillHeld:
 		l.count = max(l.count-1, 1) // a hold remains in Redis, known or not

@@ -289,14 +289,14 @@ func (l *hold) finishRelease(ctx context.Context, h *Held) error {
 	res, _, err := l.e.sendRelease(ctx, r, stops{held: h})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			l.setUnsettled(&request{id: r.RequestID, release: h, sent: sent})
+			l.releaseLost(r.RequestID, h, sent)
 		}
 		return err
 	}
 	h.mu.Lock()
 	h.late = !h.done
 	h.mu.Unlock()
-	l.released(ctx, h, res)
+	l.releaseAnswered(ctx, h, res)
 	return nil
 }
 
@@ -304,7 +304,7 @@ func (l *hold) finishRelease(ctx context.Context, h *Held) error {
 // live Helds means some were lost: every live Held ends with a LostError
 // (which one lost its hold cannot be told). More means stray holds
 // nobody has (an acquire that ran after its caller gave up): they are
-// released once no Held remains.
+// releaseAnswered once no Held remains.
 func (l *hold) reconcile(count int) {
 	l.count = count
 	l.e.mu.Lock()
@@ -322,13 +322,13 @@ func (l *hold) loseAll(kind observe.LossKind, reason string) {
 	l.e.mu.Unlock()
 	if e == nil || !l.e.wd.Lose(e, kind, reason) {
 		// Not tracked (or already judged): end what is left directly.
-		l.onLost(e, &watchdog.LossError{Name: l.name, Kind: kind, Reason: reason})
+		l.lossJudged(e, &watchdog.LossError{Name: l.name, Kind: kind, Reason: reason})
 	}
 }
 
-// onLost ends every live Held of l's entry e with a LostError: the
+// lossJudged ends every live Held of l's entry e with a LostError: the
 // watchdog's report, or loseAll's.
-func (l *hold) onLost(e *watchdog.Entry, le *watchdog.LossError) {
+func (l *hold) lossJudged(e *watchdog.Entry, le *watchdog.LossError) {
 	lost := &LostError{Name: l.name, Addr: l.e.at(l.name), Kind: le.Kind, Reason: le.Reason}
 	if le.Err != nil {
 		lost.Err = masterErr(l.e.errAt(l.name), "renew", le.Err)
@@ -520,7 +520,7 @@ func (l *hold) releaseStrays(ctx context.Context) {
 		res, _, err := l.e.sendRelease(ctx, r, stops{})
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {
-				l.setUnsettled(&request{id: r.RequestID, sent: time.Now()})
+				l.requestLost(r.RequestID, time.Now())
 				l.settleLater()
 			}
 			return
@@ -588,6 +588,20 @@ func (e *env) queueLatch(r reentrant.Release) {
 	case e.latches <- reentrant.LatchName(r.Name, r.RequestID):
 	default: // the latch expires by itself
 	}
+}
+
+// requestLost records a request no Held waits for (an acquire, a
+// give-back, a stray's or Close's release) whose outcome is unknown, and
+// releaseLost a Held's release whose outcome is unknown: the hold's one
+// unsettled request, which its next turn settles first (the model's
+// acquireLost and releaseLost). The caller holds the turn.
+func (l *hold) requestLost(id string, sent time.Time) {
+	l.setUnsettled(&request{id: id, sent: sent})
+}
+
+// releaseLost: see requestLost.
+func (l *hold) releaseLost(id string, h *Held, sent time.Time) {
+	l.setUnsettled(&request{id: id, release: h, sent: sent})
 }
 
 // setUnsettled records (or, with nil, clears) l's unsettled request;

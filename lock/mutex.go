@@ -657,7 +657,7 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 	// was not the one it followed), leaves it unconfirmed.
 	unconfirmed := req.Sync.Replicas > 0 && (res.Acked <= 0 || sends > 1)
 	if ctx.Err() == nil && !c.e.closed() && !late && !unconfirmed {
-		return outcome{held: l.record(ctx, c, owner, o, lease, sent, res)}, false, nil
+		return outcome{held: l.born(ctx, c, owner, o, lease, sent, res)}, false, nil
 	}
 	return m.unusable(ctx, l, req.Sync, unconfirmed && !late, unsynced)
 }
@@ -711,7 +711,7 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 		// answered with an error reply, such as a replica's
 		// READONLY, did not run: the script changes nothing before
 		// the last command Redis could refuse.)
-		l.setUnsettled(&request{id: req.RequestID, sent: sent})
+		l.requestLost(req.RequestID, sent)
 		l.settleLater()
 	}
 	if errors.Is(err, ErrClosed) {
@@ -727,7 +727,7 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 // copy finds its record and changes nothing. A lost answer leaves it to a
 // settler, before any later request of the field.
 func (l *hold) fence(ctx context.Context, id string, sent time.Time) {
-	l.setUnsettled(&request{id: id, sent: sent})
+	l.requestLost(id, sent)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
 	err := l.settle(sctx, stops{a: l.e.done})
 	cancel()
@@ -759,7 +759,7 @@ func (l *hold) unwanted(ctx context.Context) error {
 // ran after its caller gave up, settled since) belong to nobody: one is
 // adopted by this acquisition — told the script as "one less", which it
 // answers as this request's own hold, without adding one — and more are
-// released first. So the count stays that of the live Helds. A fenced
+// releaseAnswered first. So the count stays that of the live Helds. A fenced
 // acquisition adopts nothing (it must take a token of its own): it
 // releases every stray first.
 func (l *hold) known(ctx context.Context, fenced bool) int {
@@ -777,10 +777,10 @@ func (l *hold) known(ctx context.Context, fenced bool) int {
 	return l.count - 1
 }
 
-// record makes the Held of an acquisition, holding the turn, and has the
+// born makes the Held of an acquisition, holding the turn, and has the
 // watchdog track it: a new entry for a first hold, the same one for a
 // re-entry.
-func (l *hold) record(ctx context.Context, c *Client, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
+func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
 	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
 		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
 	l.e.mu.Lock()
@@ -792,7 +792,7 @@ func (l *hold) record(ctx context.Context, c *Client, owner uint64, o options, l
 	renew := l.renewing > 0
 	if first {
 		h := reentrant.Hold{Name: l.name, Field: l.field, Read: o.p.shared()}
-		l.entry = l.e.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { l.onLost(e, le) })
+		l.entry = l.e.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { l.lossJudged(e, le) })
 	} else {
 		l.e.wd.Extend(l.entry, lease, sent)
 		l.e.wd.SetRenew(l.entry, renew)
@@ -806,7 +806,7 @@ func (l *hold) record(ctx context.Context, c *Client, owner uint64, o options, l
 // flight. A lost answer leaves the release unsettled, for a settler.
 // An earlier copy of the acquire that may still run (its fence was not
 // answered) is settled first, as before any later request of the field:
-// released before that, the copy could run afterwards and take a hold, or
+// releaseAnswered before that, the copy could run afterwards and take a hold, or
 // (a fair lock) queue the field, that nobody has. When it cannot be
 // settled now, the grant is left to the settler, which settles and then
 // releases it as a hold nobody has.
@@ -827,7 +827,7 @@ func (l *hold) giveBack(ctx context.Context) error {
 	res, _, err := l.e.sendRelease(rctx, r, stops{})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			l.setUnsettled(&request{id: r.RequestID, sent: sent})
+			l.requestLost(r.RequestID, sent)
 			l.settleLater()
 		}
 		return err
