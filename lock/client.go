@@ -198,7 +198,10 @@ func firstNode(rc rueidis.Client) string {
 // SHARDNUMSUB to choose the pub/sub mode; with a sentinel client, one
 // ROLE, to refuse a client that sends commands to a replica (ReplicaOnly,
 // SendToReplicas). Either is bounded by CommandTimeout (it has no context
-// of the caller's to use).
+// of the caller's to use). A standalone rc is asked nothing: unlike New,
+// FromClient accepts a replica given as the master, and its first acquire
+// is refused (READONLY, ErrUnavailable saying the server is a replica);
+// nor does it ask the master's replicas before the first acquire.
 //
 // May return ErrInvalid, ErrUnavailable (the PUBSUB SHARDNUMSUB or ROLE
 // probe).
@@ -506,18 +509,19 @@ func (l *hold) closeHold(ctx context.Context) error {
 	if entry != nil {
 		// Releases stop when the lease must have run out: Close never
 		// waits longer than the leases of what it holds.
-		bound = time.Until(l.e.wd.Deadline(entry))
+		if bound = time.Until(l.e.wd.Deadline(entry)); bound <= 0 {
+			// Run out already, and not judged yet (the watchdog is late).
+			l.loseAll(observe.LossLeaseExpired, "its lease ran out before Close could release it")
+		}
 	} // else strays only: nobody's lease bounds their release, so one
 	// attempt's worth of time does; they expire by themselves.
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	for l.count > 0 && err == nil && !l.judged(entry) {
+	for l.count > 0 && err == nil && bound > 0 && !l.judged(entry) {
 		err = l.closeRelease(rctx, helds)
 	}
-	if l.count > 0 && l.judged(entry) {
-		// Its lease ran out before Close could release it.
-		err = join(err, &LostError{Name: l.name, Addr: l.e.at(l.name), Kind: observe.LossLeaseExpired,
-			Reason: "its lease ran out before Close could release it"})
+	if lerr := l.judgedLoss(entry); l.count > 0 && lerr != nil {
+		err = join(err, lerr) // its lease ran out before Close could release it
 	}
 	return l.endClosed(helds, err)
 }
@@ -536,15 +540,22 @@ func (l *hold) endHelds(helds []*Held) error {
 	return nil
 }
 
-// judged reports whether the watchdog judged entry lost (onLost dropped
-// it); false for nil.
-func (l *hold) judged(entry *watchdog.Entry) bool {
+// judged reports whether the watchdog judged entry lost (lossJudged
+// dropped it); false for nil.
+func (l *hold) judged(entry *watchdog.Entry) bool { return l.judgedLoss(entry) != nil }
+
+// judgedLoss is the loss lossJudged reported for entry, nil while entry
+// is live (or nil).
+func (l *hold) judgedLoss(entry *watchdog.Entry) error {
 	if entry == nil {
-		return false
+		return nil
 	}
 	l.e.mu.Lock()
 	defer l.e.mu.Unlock()
-	return l.entry != entry
+	if l.entry == entry || l.lost == nil {
+		return nil
+	}
+	return l.lost
 }
 
 // closeRelease sends one of Close's releases of l, holding the turn, and

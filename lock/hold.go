@@ -40,19 +40,20 @@ type hold struct {
 	// 96 bytes, and a lock's turn is free nearly always.
 	turn chan struct{}
 	tmu  sync.Mutex
-	busy bool // guarded by tmu
 
 	// guarded by the turn
 	count     int      // the field's holds in Redis, as far as this Client knows
 	unsettled *request // the one request whose outcome is unknown, if any
 
-	// guarded by Client.mu
+	// guarded by Client.mu (env.mu)
 	helds    []*Held
 	entry    *watchdog.Entry // nil when nothing is held
+	lost     *LostError      // the loss lossJudged reported for the last entry (Close reports it)
 	users    int32           // goroutines using the hold; it is dropped when 0 and nothing is held
 	renewing int32           // live helds taken without Lease
 
 	waiters int32     // guarded by tmu: takes waiting on turn (it is kept while any is)
+	busy    bool      // guarded by tmu
 	keep    bool      // guarded by Client.mu: an unsettled request is recorded, never drop the hold
 	p       *protocol // guarded by the turn: the last acquisition's kind, which the field's releases follow
 
@@ -338,7 +339,7 @@ func (l *hold) lossJudged(e *watchdog.Entry, le *watchdog.LossError) {
 		l.e.mu.Unlock()
 		return // an earlier generation of holds, already ended
 	}
-	l.entry = nil
+	l.entry, l.lost = nil, lost
 	helds := l.helds
 	l.helds, l.renewing = nil, 0
 	if l.users == 0 && !l.keep && l.e.index[key(l.name, l.field)] == l {

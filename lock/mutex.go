@@ -791,6 +791,7 @@ func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lea
 	}
 	renew := l.renewing > 0
 	if first {
+		l.lost = nil
 		h := reentrant.Hold{Name: l.name, Field: l.field, Read: o.p.shared()}
 		l.entry = l.e.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { l.lossJudged(e, le) })
 	} else {

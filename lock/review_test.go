@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,5 +166,33 @@ func TestCloseEndsItsHeldsBeforeItReleases(t *testing.T) {
 	}
 	if cause := context.Cause(h.Context()); !errors.Is(cause, lock.ErrClosed) {
 		t.Fatalf("the Held ended with %v, want ErrClosed", cause)
+	}
+}
+
+// A lock lost while Close releases it (its release unanswered until the
+// lease ran out) is reported by Close with the watchdog's words, the loss
+// the Observer got: Close's ending of the Helds first must not replace it
+// (a regression the review of stage 2 found: Close made up
+// "lease_expired" while the Observer said "renew_failed").
+func TestCloseReportsTheWatchdogsLoss(t *testing.T) {
+	srv := integrationRedis(t)
+	var kinds []observe.LossKind
+	var mu sync.Mutex
+	obs := &observe.Observer{Loss: func(_ context.Context, l observe.Loss) { mu.Lock(); kinds = append(kinds, l.Kind); mu.Unlock() }}
+	c, err := lock.New(bg(), lock.Config{Addrs: []string{srv.Addr()}, WatchdogTimeout: 1500 * time.Millisecond, CommandTimeout: 300 * time.Millisecond, ReplicaSyncTimeout: -1, Observer: obs})
+	must(t, err)
+	n := name(t)
+	_, err = c.Mutex(n).Lock(bg())
+	must(t, err)
+	inject(t, srv, integration.Rule{Match: isRelease(n), Action: integration.DelayReply(10 * time.Second), Times: math.MaxInt})
+	cerr := c.Close(bg())
+	var lost *lock.LostError
+	if !errors.As(cerr, &lost) {
+		t.Fatalf("Close = %v, want a *LostError", cerr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(kinds) != 1 || kinds[0] != lost.Kind {
+		t.Fatalf("Close reported a loss of kind %q (%s), the Observer %v", lost.Kind, lost.Reason, kinds)
 	}
 }
