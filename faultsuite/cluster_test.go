@@ -132,6 +132,9 @@ type worker struct {
 	spin    bool // takes Redisson's spin lock
 	fair    bool // takes Redisson's fair lock, without fencing tokens
 	rw      bool // takes the write lock of Redisson's read-write lock
+	// fresh connects Clients of the worker's own to the masters, as
+	// clients but for one use (close-holding).
+	fresh func(ctx context.Context) ([]*lock.Client, error)
 }
 
 // newWorkers connects nWorkers workers to servers; their Clients are
@@ -141,6 +144,21 @@ func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink, to
 	ws := make([]*worker, nWorkers)
 	for i := range ws {
 		w := &worker{id: i, sink: sink, spin: topo.spin, fair: topo.fair, rw: topo.rw}
+		w.fresh = func(ctx context.Context) ([]*lock.Client, error) {
+			var cs []*lock.Client
+			for m, s := range servers {
+				c, err := lock.New(ctx, lock.Config{Addrs: []string{s.Addr()}, WatchdogTimeout: watchdogLease,
+					RenewInterval: renewIntervals[i], CommandTimeout: commandTimeout, DialTimeout: dialTimeout, Observer: sink.observer(i, m)})
+				if err != nil {
+					for _, c := range cs {
+						_ = c.Close(context.WithoutCancel(ctx))
+					}
+					return nil, err
+				}
+				cs = append(cs, c)
+			}
+			return cs, nil
+		}
 		for _, tight := range []bool{false, true} {
 			for m, s := range servers {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -202,6 +220,11 @@ func (w *worker) locker(name string, tight bool) locker {
 	if tight {
 		cs = w.tight
 	}
+	return w.lockerOn(cs, name)
+}
+
+// lockerOn is locker on the Clients cs, one per master.
+func (w *worker) lockerOn(cs []*lock.Client, name string) locker {
 	if len(cs) == 1 && w.spin {
 		return single{m: cs[0].SpinMutex(name, lock.SpinBackoff{})}
 	}

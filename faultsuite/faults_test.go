@@ -44,6 +44,7 @@ var kinds = []*faultKind{
 	{name: "ctx-deadline", mode: true},               // shared owners whose Lock deadlines (20-150ms) expire while an acquire's reply is delayed
 	{name: "owner-ctx", mode: true},                  // Lock with a ctx carrying an owner (WithOwner kept across holds, another lock's Held ctx); lost requests/replies
 	{name: "tight-timeout", mode: true},              // Clients with CommandTimeout + RenewInterval just under WatchdogTimeout, leases near CommandTimeout, replies delayed near it
+	{name: "close-holding", mode: true},              // a holder's Clients (its own) are closed while it holds and writes; release replies delayed (one master; a RedLock's workers hold as usual)
 	{name: "restart-now-empty", outside: true},       // restart at once without data (a majority or one on RedLock)
 	{name: "holder-pause", outside: true},            // a holder pauses past its explicit lease before writing
 	{name: "clock-fast", outside: true, clock: true}, // master clock 5x fast (a majority on RedLock)
@@ -241,6 +242,12 @@ func drawMode(rng *rand.Rand, f fault, topo topology) fault {
 				f.rules = append(f.rules, rule{at: x.at + time.Millisecond, master: x.master, role: "release",
 					action: integration.DropRequest, times: 2 + rng.IntN(4)})
 			}
+		}
+	case "close-holding":
+		// Close's release answered late: another Client may be granted
+		// meanwhile, and the closing holder must know by then.
+		for range 1 + rng.IntN(3) {
+			add("release", integration.DelayReply(randDuration(rng, 50*time.Millisecond, 300*time.Millisecond)))
 		}
 	case "tight-timeout":
 		f.mode.tightLease = [2]time.Duration{tightCommandTimeout - 65*time.Millisecond, tightCommandTimeout + 15*time.Millisecond}

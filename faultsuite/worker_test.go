@@ -53,6 +53,8 @@ func (w *worker) run(ctx context.Context, r *round) {
 			w.hold(ctx, r, rng, holdOpts{lk: w.locker(r.name, false), client: w.id, blocking: true, inner: m.shortLease})
 		case "owner-ctx":
 			w.ownerCtx(ctx, r, rng, m)
+		case "close-holding":
+			w.closeHolding(ctx, r, rng)
 		case "tight-timeout":
 			lease := randDuration(rng, m.tightLease[0], m.tightLease[1])
 			w.hold(ctx, r, rng, holdOpts{lk: w.locker(r.name, true), client: w.id, blocking: rng.IntN(10) < blockingShare, lease: lease, maxWork: lease})
@@ -176,6 +178,56 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 	r.hist.read(x.field)
 	nested.Wait()
 	return true
+}
+
+// closeHolding is one hold on Clients of the worker's own, which are
+// closed while it holds ("close-holding"): the holder goes on writing
+// until its Held's context ends, as a holder that does not know of the
+// Close does. Close must end the Held before its release lets another
+// Client be granted (docs/model/hold.pml, CLOSE_LATE); a write after
+// that grant is an overlap the checker reports. With several masters the
+// worker holds as usual.
+func (w *worker) closeHolding(ctx context.Context, r *round, rng *rand.Rand) {
+	if len(w.clients) > 1 {
+		w.plain(ctx, r, rng)
+		return
+	}
+	nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cs, err := w.fresh(nctx)
+	cancel()
+	if err != nil {
+		think(ctx, randDuration(rng, minThink, maxThink))
+		return
+	}
+	closeAll := func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+		var errs []error
+		for _, c := range cs {
+			errs = append(errs, c.Close(cctx))
+		}
+		return errors.Join(errs...)
+	}
+	call := r.hist.now()
+	h, err := w.lockerOn(cs, r.name).lock(ctx, rng.IntN(10) < blockingShare, 0)
+	if err != nil {
+		_ = closeAll()
+		think(ctx, randDuration(rng, minThink, maxThink))
+		return
+	}
+	x := r.hist.acquired(w.id, w.id, call, h, 0)
+	r.hist.read(x.field)
+	r.res.write(r.hist, x, h.Context(), false)
+	work(h.Context(), randDuration(rng, minWork, maxWork))
+	ucall := r.hist.now()
+	closed := make(chan error, 1)
+	go func() { closed <- closeAll() }()
+	for r.res.write(r.hist, x, h.Context(), false) {
+		work(h.Context(), time.Millisecond) // busy writing, until the Held ends
+	}
+	err = <-closed
+	r.hist.unlocked(x, ucall, r.hist.now(), err)
+	r.hist.read(x.field)
 }
 
 // shared is a group of two or three goroutines of one worker sharing one
