@@ -505,6 +505,14 @@ func (l *hold) closeHold(ctx context.Context) error {
 	if lerr := l.endHelds(helds); lerr != nil {
 		return l.endClosed(helds, nil) // lost before Close: nothing to release
 	}
+	return l.endClosed(helds, l.closeReleases(ctx, entry, helds))
+}
+
+// closeReleases releases what l holds for Close, holding the turn, once
+// its Helds have ended: until the count is 0, ctx ends, or the lease of
+// entry (nil: strays only) must have run out, which is then reported as
+// the loss the watchdog judged.
+func (l *hold) closeReleases(ctx context.Context, entry *watchdog.Entry, helds []*Held) (err error) {
 	bound := 2 * l.e.cfg.CommandTimeout
 	if entry != nil {
 		// Releases stop when the lease must have run out: Close never
@@ -523,7 +531,7 @@ func (l *hold) closeHold(ctx context.Context) error {
 	if lerr := l.judgedLoss(entry); l.count > 0 && lerr != nil {
 		err = join(err, lerr) // its lease ran out before Close could release it
 	}
-	return l.endClosed(helds, err)
+	return err
 }
 
 // endHelds ends helds with ErrClosed, and returns the cause that had
