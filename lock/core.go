@@ -37,7 +37,7 @@ func (m *Mutex) describe() lockcore.Mutex {
 	}
 	if m.p != nil {
 		d.Kind, d.Shared = m.p.name, m.p.shared()
-		if m.p.spinSleep(m) != nil {
+		if m.p.polls() {
 			d.Sleeper = func() func() time.Duration { return m.p.spinSleep(m) }
 		}
 	}

@@ -124,6 +124,10 @@ func (p *protocol) acquire(a *acquisition) (*Held, error) {
 	return a.queued(nil)
 }
 
+// polls reports whether a multi-master lock's member of kind p must poll:
+// no release wakes it (spinSleep).
+func (p *protocol) polls() bool { return p.wait == waitPoll || p.wait == waitQueue }
+
 // spinSleep is how long a multi-master lock's member of kind p sleeps
 // between attempts when no release wakes it, or nil when releases do.
 func (p *protocol) spinSleep(m *Mutex) func() time.Duration {

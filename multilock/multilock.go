@@ -31,8 +31,9 @@ type Lock struct {
 	addrs         []string
 	quorum        int
 	kind          string
-	watchdogLease time.Duration // the shortest WatchdogTimeout of the masters
-	err           error         // bad input, reported by every method
+	watchdogLease time.Duration               // the shortest WatchdogTimeout of the masters
+	sleeper       func() func() time.Duration // the first member's that must poll (lockcore.Mutex.Sleeper), or nil
+	err           error                       // bad input, reported by every method
 
 	// The masters in canonical order (queue.go): key names the local
 	// queue, canon[i] is the canonical position of ms[i], cms and caddrs
@@ -93,6 +94,9 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 		}
 		seen[c] = i
 		l.addrs[i] = c.Addr()
+		if l.sleeper == nil {
+			l.sleeper = d.Sleeper
+		}
 		if wd := d.WatchdogTimeout; l.watchdogLease == 0 || wd < l.watchdogLease {
 			l.watchdogLease = wd
 		}
@@ -485,12 +489,10 @@ func (l *Lock) onMaster(i int, op string, err error) error {
 }
 
 // spinSleeper returns a new sequence of poll sleeps when some master's
-// Mutex is a spin lock (lock.Client.SpinMutex), nil otherwise.
+// Mutex is one no release wakes (a spin or fair lock), nil otherwise.
 func (l *Lock) spinSleeper() func() time.Duration {
-	for _, m := range l.ms {
-		if s := core.Describe(m).Sleeper; s != nil {
-			return s()
-		}
+	if l.sleeper == nil {
+		return nil
 	}
-	return nil
+	return l.sleeper()
 }
