@@ -210,26 +210,36 @@ func notLockError(name string, looks []look) error {
 // sayMasterMoves returns base with Renew also saying on out, once per
 // change, that the master the watchdog renews on is another (a Sentinel
 // failover moved it): for --verbose with one Sentinel Client, whose
-// renewals follow the master. It must not block: it prints a line.
-func sayMasterMoves(base *observe.Observer, name string, out io.Writer) *observe.Observer {
-	var o observe.Observer
+// renewals follow the master. The master it compares with first is the
+// one given to from (the Client's when it was made), so a failover
+// before the first renewal is said too. It must not block: it prints a
+// line.
+func sayMasterMoves(base *observe.Observer, name string, out io.Writer) (o *observe.Observer, from func(addr string)) {
+	o = new(observe.Observer)
 	if base != nil {
-		o = *base
+		*o = *base
 	}
 	prev := o.Renew
 	var mu sync.Mutex
 	last := ""
+	from = func(addr string) {
+		mu.Lock()
+		if last == "" {
+			last = addr
+		}
+		mu.Unlock()
+	}
 	o.Renew = func(e observe.Renew) {
 		if prev != nil {
 			prev(e)
 		}
 		mu.Lock()
-		from := last
+		was := last
 		last = e.Addr
 		mu.Unlock()
-		if from != "" && e.Addr != from {
-			fmt.Fprintln(out, prefixed(fmt.Sprintf("lock %q: master moved from %s to %s (a Sentinel failover); the watchdog renews it there", name, from, e.Addr)))
+		if was != "" && e.Addr != was {
+			fmt.Fprintln(out, prefixed(fmt.Sprintf("lock %q: master moved from %s to %s (a Sentinel failover); the watchdog renews it there", name, was, e.Addr)))
 		}
 	}
-	return &o
+	return o, from
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/observe"
 )
 
 // TestMessages: the texts newcomer-2's table found rough (issue 28),
@@ -222,5 +223,24 @@ func TestVerboseSaysMasterMoved(t *testing.T) {
 		"--sentinel-master", g.MasterSet(), "--sentinel", strings.Join(g.SentinelAddrs(), ","), lockName(t))
 	if r.code != 0 || !strings.Contains(r.stdout, "on "+m.DirectAddr()+" (master of set "+g.MasterSet()) {
 		t.Fatalf("inspect through Sentinel: exit %d, want the master %s named; stdout: %s; stderr: %s", r.code, m.DirectAddr(), r.stdout, r.stderr)
+	}
+}
+
+// TestSayMasterMovesBeforeTheFirstRenewal: a failover before the
+// watchdog's first renewal is said too: the master compared with first
+// is the one the Client was made on, not the first renewal's. (Before,
+// the first renewal on the new master set the comparison and nothing was
+// said; TestVerboseSaysMasterMoved failed 2 runs in 3 on a quiet machine.)
+func TestSayMasterMovesBeforeTheFirstRenewal(t *testing.T) {
+	var out lockedBuilder
+	var seen []string
+	o, from := sayMasterMoves(&observe.Observer{Renew: func(e observe.Renew) { seen = append(seen, e.Addr) }}, "n", &out)
+	from("10.0.0.1:6379")
+	from("10.0.0.9:6379") // only the first Client's master counts
+	o.Renew(observe.Renew{Addr: "10.0.0.2:6379"})
+	o.Renew(observe.Renew{Addr: "10.0.0.2:6379"})
+	want := `rlock: lock "n": master moved from 10.0.0.1:6379 to 10.0.0.2:6379 (a Sentinel failover); the watchdog renews it there` + "\n"
+	if out.String() != want || len(seen) != 2 {
+		t.Fatalf("said %q (the base observer saw %d renewals), want %q once", out.String(), len(seen), want)
 	}
 }

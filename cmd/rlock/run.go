@@ -277,8 +277,9 @@ func runMain(args []string) error {
 	defer tr.flush()
 	hook := new(waitHook)
 	cfg.observer = hook.observer(tr.observer)
+	movedFrom := func(string) {}
 	if o.verbose && len(conn.masters) == 1 && conn.masters[0].MasterSet != "" {
-		cfg.observer = sayMasterMoves(cfg.observer, o.name, errOut)
+		cfg.observer, movedFrom = sayMasterMoves(cfg.observer, o.name, errOut)
 	}
 
 	// Catch signals from the start: rlock must not die and leave the
@@ -294,7 +295,7 @@ func runMain(args []string) error {
 		attribute.String("rlock.lock.kind", lockKind(len(conn.masters), o.all)),
 		attribute.Int("rlock.masters", len(conn.masters)),
 		attribute.String("process.command", argv[0]))
-	r := &runner{o: o, argv: argv, sigc: sigc, hook: hook, tr: tr}
+	r := &runner{o: o, argv: argv, sigc: sigc, hook: hook, tr: tr, movedFrom: movedFrom}
 	err = r.run(ctx, cfg)
 	endSpan(span, err, o.conflict)
 	return err
@@ -309,6 +310,9 @@ type runner struct {
 	hook *waitHook
 	tr   *tracer
 	rode time.Duration // how long connecting rode out a replica: taken from --wait
+	// movedFrom tells --verbose's "master moved" the master a Client was
+	// made on.
+	movedFrom func(addr string)
 }
 
 // signalError is the cause of a wait ended by a signal.
@@ -435,7 +439,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (r *runner) acquire(ctx context.Context, lk locker) error {
 	if r.o.verbose {
 		for _, c := range lk.Clients() {
-			fmt.Fprintln(errOut, prefixed(fmt.Sprintf("client id %s on %s", c.ID(), c.Addr())))
+			addr := c.Addr()
+			r.movedFrom(addr)
+			fmt.Fprintln(errOut, prefixed(fmt.Sprintf("client id %s on %s", c.ID(), addr)))
 		}
 	}
 	var w *waitWatch
