@@ -47,7 +47,8 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed bool
-	ops    sync.WaitGroup
+	ops    int           // calls in flight (enter, exit)
+	idle   chan struct{} // made by Close: closed when ops is 0
 	index  map[holdKey]*hold
 	queues waitQueues
 
@@ -150,7 +151,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 }
 
 // loadScripts loads rlock's scripts on rc's master, or on every node of a
-// cluster, concurrently.
+// cluster, one node after the other (each in one round trip): New is not
+// a hot path, and its ctx bounds them all.
 func loadScripts(ctx context.Context, rc rueidis.Client) error {
 	if rc.Mode() != rueidis.ClientModeCluster {
 		if err := reentrant.Load(ctx, rc); err != nil {
@@ -158,14 +160,9 @@ func loadScripts(ctx context.Context, rc rueidis.Client) error {
 		}
 		return nil
 	}
-	nodes := rc.Nodes()
-	errs := make(chan error, len(nodes))
-	for addr, n := range nodes {
-		go func() { errs <- masterErr(addr, "connect", reentrant.Load(ctx, n)) }()
-	}
 	var all []error
-	for range nodes {
-		all = append(all, <-errs)
+	for addr, n := range rc.Nodes() {
+		all = append(all, masterErr(addr, "connect", reentrant.Load(ctx, n)))
 	}
 	return join(all...)
 }
@@ -275,16 +272,16 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	// rc is rueidis's Sentinel client, whose master changes with
 	// failovers (route.master, followMaster).
 	c.route.sentinel = rc.Mode() == rueidis.ClientModeSentinel
-	c.route.enter, c.route.exit = c.enter, c.exit
+	c.route.enter, c.route.exit, c.route.spawn = c.enter, c.exit, c.wk.spawn
 	c.wk.bg = &c.bg
 	c.cleaner = latchCleaner{rc: rc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan string, 4096)}
-	c.queues.m, c.queues.settling, c.queues.timeout = map[string]*queue{}, &c.settling, cfg.CommandTimeout
+	c.queues.m, c.queues.settling, c.queues.spawn, c.queues.timeout = map[string]*queue{}, &c.settling, c.wk.spawn, cfg.CommandTimeout
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.route.at, c.route.readSlots, c.route.refreshSlots
-	c.reps.ctx, c.reps.bg = c.settleCtx, &c.bg
+	c.reps.ctx, c.reps.bg, c.reps.spawn = c.settleCtx, &c.bg, c.wk.spawn
 	c.e = &env{rc: rc, cfg: cfg, obs: c.obs, done: c.done,
 		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.cleaner.latches, settling: &c.settling,
-		at: c.route.at, errAt: c.route.errAt, sync: c.reps.sync, acked: c.reps.acked, kick: c.queues.kick}
+		at: c.route.at, errAt: c.route.errAt, sync: c.reps.sync, acked: c.reps.acked, kick: c.queues.kick, spawn: c.wk.spawn}
 	if owned {
 		if err := c.reps.askAtNew(ctx, c.addr, c.route.sentinel); err != nil {
 			c.stopSettle()
@@ -388,11 +385,18 @@ func (c *Client) enter() error {
 	if c.closed {
 		return ErrClosed
 	}
-	c.ops.Add(1)
+	c.ops++
 	return nil
 }
 
-func (c *Client) exit() { c.ops.Done() }
+func (c *Client) exit() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ops--
+	if c.ops == 0 && c.idle != nil {
+		close(c.idle)
+	}
+}
 
 // cmdCtx bounds one command by the caller's ctx and CommandTimeout.
 func (e *env) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -422,12 +426,16 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	close(c.done)
+	waited := make(chan struct{})
+	if c.ops == 0 {
+		close(waited)
+	} else {
+		c.idle = waited
+	}
 	c.mu.Unlock()
 
 	// Calls in flight see done and return; wait for them so that none
 	// acquires after the release below.
-	waited := make(chan struct{})
-	go func() { c.ops.Wait(); close(waited) }()
 	var errs []error
 	select {
 	case <-waited:

@@ -90,6 +90,7 @@ type env struct {
 	sync  func(ctx context.Context, name string) (reentrant.Sync, error)
 	acked func(name string, s reentrant.Sync, acked int) // a WAIT's answer, for the replica count
 	kick  func(channel string)                           // wakes this Client's waiters of channel
+	spawn func(f func())                                 // runs f on one of the Client's workers (workers.go)
 }
 
 // fairPlace is a field's place in a fair lock's queue in Redis: how many
@@ -441,10 +442,11 @@ type answered struct{ err error }
 func (a answered) Error() string { return a.err.Error() }
 func (a answered) Unwrap() error { return a.err }
 
-// settleLater settles l's unsettled request in the background: the
-// caller that left it has returned. The goroutine waits for the turn like
-// any other user, and gives up when the Client closes; the request then
-// stays recorded and the next operation of the field settles it.
+// settleLater settles l's unsettled request in the background, on one of
+// the Client's workers: the caller that left it has returned. It waits
+// for the turn like any other user, and gives up when the Client closes;
+// the request then stays recorded and the next operation of the field
+// settles it.
 func (l *hold) settleLater() { l.finishLater(nil) }
 
 // finishLater is settleLater, which also sends the field's pending leave of a
@@ -453,7 +455,7 @@ func (l *hold) settleLater() { l.finishLater(nil) }
 func (l *hold) finishLater(fw *fairWait) {
 	l.use()
 	l.e.settling.Add(1)
-	go func() {
+	l.e.spawn(func() {
 		defer l.e.settling.Done()
 		defer l.unuse()
 		ctx := l.e.settleCtx
@@ -477,7 +479,7 @@ func (l *hold) finishLater(fw *fairWait) {
 		}
 		_ = l.leaveNow(hctx)
 		l.releaseStrays(hctx)
-	}()
+	})
 }
 
 // settleUntil is how long a settler works on l, holding the turn: until

@@ -40,7 +40,8 @@ type queue struct {
 type waitQueues struct {
 	hub      subscriber
 	settling *sync.WaitGroup
-	timeout  time.Duration // one command's (Config.CommandTimeout)
+	spawn    func(f func()) // runs f on one of the Client's workers
+	timeout  time.Duration  // one command's (Config.CommandTimeout)
 
 	mu sync.Mutex
 	m  map[string]*queue
@@ -87,10 +88,10 @@ func (qs *waitQueues) leave(q *queue, mb *line.Member) {
 // round trip is not the caller's to wait for.
 func (qs *waitQueues) closeSub(w *pubsub.Waiter) {
 	qs.settling.Add(1)
-	go func() {
+	qs.spawn(func() {
 		defer qs.settling.Done()
 		w.Close()
-	}()
+	})
 }
 
 // subscription returns the queue's subscription, subscribing the head

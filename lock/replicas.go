@@ -36,6 +36,7 @@ type replicas struct {
 	refreshSlots func()                         // a cluster's slot table, read soon
 	ctx          context.Context                // background asks end with it: Close cancels it
 	bg           *sync.WaitGroup                // and waits for them
+	spawn        func(f func())                 // runs f on one of the Client's workers
 
 	mu     sync.Mutex
 	m      map[string]replicaCount // by master address
@@ -224,13 +225,13 @@ func (r *replicas) learnReplicasLater(addr string) {
 	r.asking[addr] = true
 	r.mu.Unlock()
 	r.bg.Add(1)
-	go func() {
+	r.spawn(func() {
 		defer r.bg.Done()
 		r.learnReplicas(r.ctx, addr) // Close cancels settleCtx
 		r.mu.Lock()
 		delete(r.asking, addr)
 		r.mu.Unlock()
-	}()
+	})
 }
 
 // acked notes a WAIT's answer for name's master: another number of

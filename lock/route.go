@@ -25,6 +25,7 @@ type route struct {
 	// flight of the Client, which Close waits for.
 	enter func() error
 	exit  func()
+	spawn func(f func()) // runs f on one of the Client's workers
 
 	table atomic.Pointer[slots.Table] // a cluster's slot owners, for naming the node that answered
 	asked atomic.Int64                // when the table was last asked for, unix nanoseconds
@@ -66,10 +67,10 @@ func (r *route) refreshSlots() {
 	if r.enter() != nil {
 		return
 	}
-	go func() {
+	r.spawn(func() {
 		defer r.exit()
 		r.readSlots(context.Background())
-	}()
+	})
 }
 
 // readSlots reads the cluster's slot table now, within ctx and one

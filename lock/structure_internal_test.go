@@ -189,3 +189,142 @@ func f(m *Mutex) {
 		t.Errorf("clientMethods found %v, want a and b", got)
 	}
 }
+
+// maxGoroutineFunctions bounds the distinct functions run as goroutines
+// across the packages a lock goes through (issue 29, stage 2).
+const maxGoroutineFunctions = 10
+
+// goroutines is docs/design.md's table of them: each go statement's
+// place ("package: function: what it runs") and who owns and joins it.
+// A go statement not in it fails TestGoroutineTable.
+var goroutines = map[string]string{
+	"lock: lend: wk.run":                "a Client's worker (settlers, UNSUBSCRIBEs, replica counts, slot tables, multilock's per-master calls); Close stops lending and joins it (c.bg)",
+	"lock: start: c.wd.Run":             "the Client's watchdog loop; Close stops it and joins it (c.bg)",
+	"lock: start: c.cleaner.run":        "the Client's latch cleaner; Close stops it and joins it (c.bg)",
+	"lock: start: c.followMaster":       "a Sentinel Client's master follower; Close stops it and joins it (c.bg)",
+	"pubsub: dirtyLocked: h.background": "a Hub's subscribe/unsubscribe worker; Hub.Close joins it (h.wg)",
+	"pubsub: connectLocked: h.watch":    "a Hub connection's watcher, which reconnects; Hub.Close joins it (h.wg)",
+	"pubsub: hubAtLocked: s.rehome":     "Shards' move of a Hub's waiters to a slot's new master; Shards.Close joins it (s.wg)",
+	"watchdog: send: func literal":      "a renewal round trip given up on by its tick; Run joins it before it returns (r.strays)",
+}
+
+// goStatements lists the go statements of the non-test files of dir as
+// "package: enclosing function: what it runs". What a func literal runs
+// is its one call that is not deferred, when it has one.
+func goStatements(t *testing.T, dir string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, n, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, goStatementsOf(f)...)
+	}
+	return out
+}
+
+func goStatementsOf(f *ast.File) []string {
+	var out []string
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				out = append(out, f.Name.Name+": "+fd.Name.Name+": "+goTarget(g.Call))
+			}
+			return true
+		})
+	}
+	return out
+}
+
+func goTarget(call *ast.CallExpr) string {
+	lit, ok := call.Fun.(*ast.FuncLit)
+	if !ok {
+		return exprText(call.Fun)
+	}
+	var calls []string
+	for _, s := range lit.Body.List {
+		if e, ok := s.(*ast.ExprStmt); ok {
+			if c, ok := e.X.(*ast.CallExpr); ok {
+				calls = append(calls, exprText(c.Fun))
+				continue
+			}
+		}
+		if _, ok := s.(*ast.DeferStmt); !ok {
+			return "func literal"
+		}
+	}
+	if len(calls) == 1 {
+		return calls[0]
+	}
+	return "func literal"
+}
+
+func exprText(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.SelectorExpr:
+		return exprText(x.X) + "." + x.Sel.Name
+	}
+	return "expression"
+}
+
+// TestGoroutineTable: every go statement of lock, multilock, pubsub,
+// watchdog, reentrant and internal/... is in the table, with its owner
+// and join, and there are at most maxGoroutineFunctions of them.
+func TestGoroutineTable(t *testing.T) {
+	dirs := []string{".", "../multilock", "../pubsub", "../watchdog", "../reentrant"}
+	internal, err := filepath.Glob("../internal/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, internal...)
+	found := map[string]bool{}
+	for _, d := range dirs {
+		for _, s := range goStatements(t, d) {
+			found[s] = true
+			if goroutines[s] == "" {
+				t.Errorf("go statement %q is not in the goroutine table (lock/structure_internal_test.go, docs/design.md): run it on a worker, or add it with its owner and join", s)
+			}
+		}
+	}
+	for s := range goroutines {
+		if !found[s] {
+			t.Errorf("the goroutine table names %q, which no go statement runs: remove it", s)
+		}
+	}
+	if len(goroutines) > maxGoroutineFunctions {
+		t.Errorf("%d functions run as goroutines, at most %d", len(goroutines), maxGoroutineFunctions)
+	}
+}
+
+// The goroutine check finds a go statement and what it runs.
+func TestGoroutineCheckHasTeeth(t *testing.T) {
+	src := `package lock
+func (c *Client) f() {
+	go c.settle(1)
+	go func() { defer c.bg.Done(); c.wd.Run(bg) }()
+	go func() { x := 1; _ = x }()
+}`
+	f, err := parser.ParseFile(token.NewFileSet(), "bad.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"lock: f: c.settle", "lock: f: c.wd.Run", "lock: f: func literal"}
+	if got := goStatementsOf(f); !slices.Equal(got, want) {
+		t.Errorf("goStatementsOf found %q, want %q", got, want)
+	}
+}

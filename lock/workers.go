@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// Workers: goroutines the Client lends to package multilock (through
-// internal/lockcore's Go), so that a multi-master lock's round sends its
-// per-master calls without starting a goroutine per master per call.
+// Workers: the goroutines that run the Client's deferred work (spawn:
+// settlers, UNSUBSCRIBEs, replica counts, slot tables) and that it lends
+// to package multilock (through internal/lockcore's Go), so that a
+// multi-master lock's round sends its per-master calls without starting
+// a goroutine per master per call.
 //
 // A worker runs one function at a time. Idle workers wait on a stack,
 // the most recently parked first, so that the few a steady load needs
@@ -113,6 +115,16 @@ func (wk *workers) leave(w *worker) bool {
 		}
 	}
 	return false
+}
+
+// spawn runs f on a worker: the Client's deferred work (a settler, an
+// UNSUBSCRIBE, a replica count, a slot table), which Close joins; inline
+// once Close stopped lending, when f finds the Client closed and returns
+// at once.
+func (wk *workers) spawn(f func()) {
+	if !wk.lend(f) {
+		f()
+	}
 }
 
 // close stops lending and ends the idle workers.

@@ -76,9 +76,7 @@ func (c *call) fence(ctx context.Context, grants []reply) (uint64, error) {
 			continue
 		}
 		pending++
-		l.bg.Add(1)
-		go func() {
-			defer l.bg.Done()
+		l.spawn(m.Client(), func() {
 			rctx, cancel := context.WithTimeout(wctx, o.perMaster)
 			defer cancel()
 			_, err := reentrant.RaiseFence(rctx, m.Client().Redis(), m.Name(), top)
@@ -86,7 +84,7 @@ func (c *call) fence(ctx context.Context, grants []reply) (uint64, error) {
 				err = l.onMaster(i, "raise fence", err)
 			}
 			results <- raised{granted[i], err}
-		}()
+		})
 	}
 	var errs []error
 	for ; pending > 0 && known < l.quorum; pending-- {

@@ -199,13 +199,13 @@ func (e *entry) subscription(ctx context.Context, l *Lock, timeout time.Duration
 	}
 	ws = l.watch(ctx, timeout)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.ws != nil { // not expected: only the head subscribes
-		old := e.ws
-		go ws.close()
+	if old := e.ws; old != nil { // not expected: only the head subscribes
+		e.mu.Unlock()
+		ws.close() // does not block: its UNSUBSCRIBEs go out on workers
 		return old
 	}
 	e.ws = ws
+	e.mu.Unlock()
 	return ws
 }
 

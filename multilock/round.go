@@ -265,16 +265,20 @@ func (c *call) send(ctx context.Context, r *round, deadline time.Time) {
 }
 
 // background runs f, a call's cleanup on the i-th master, on a worker of
-// that master's Client, counted in l.bg; inline when the Client no
-// longer lends (closed: f returns at once).
-func (c *call) background(i int, f func()) {
-	l := c.l
+// that master's Client (Lock.spawn).
+func (c *call) background(i int, f func()) { c.l.spawn(c.l.ms[i].Client(), f) }
+
+// spawn runs f on a worker of c, counted in l.bg: every goroutine of
+// package multilock is a worker of a member's Client, which Close joins.
+// f runs inline when c no longer lends (closed: f finds it closed and
+// returns at once).
+func (l *Lock) spawn(c *lock.Client, f func()) {
 	l.bg.Add(1)
 	g := func() {
 		defer l.bg.Done()
 		f()
 	}
-	if !core.Go(l.ms[i].Client(), g) {
+	if !core.Go(c, g) {
 		g()
 	}
 }

@@ -81,11 +81,7 @@ func (l *Lock) watch(ctx context.Context, timeout time.Duration) *watches {
 	w := &watches{l: l, ws: make([]*pubsub.Waiter, len(l.cms)), late: make(chan struct{}, 1), cancel: cancel}
 	done := make(chan struct{}, len(l.cms))
 	for i, m := range l.cms {
-		l.bg.Add(1)
-		go func() {
-			defer l.bg.Done()
-			w.subscribe(bctx, i, m, timeout, done)
-		}()
+		l.spawn(m.Client(), func() { w.subscribe(bctx, i, m, timeout, done) })
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -152,8 +148,9 @@ func (w *watches) subscribe(ctx context.Context, i int, m *lock.Mutex, first tim
 
 // close leaves every channel; an unconsumed wake-up passes to another
 // waiter of this process. The UNSUBSCRIBEs go out in the background, in
-// parallel: one to a stopped master waits for its timeout, and the call
-// that is returning must not wait for it.
+// parallel, on the masters' Clients' workers: one to a stopped master
+// waits for its timeout, and the call that is returning must not wait
+// for it.
 func (w *watches) close() {
 	if w == nil {
 		return
@@ -163,13 +160,9 @@ func (w *watches) close() {
 	ws := w.ws
 	w.mu.Unlock()
 	w.cancel()
-	for _, x := range ws {
+	for i, x := range ws {
 		if x != nil {
-			w.l.bg.Add(1)
-			go func() {
-				defer w.l.bg.Done()
-				x.Close()
-			}()
+			w.l.spawn(w.l.cms[i].Client(), x.Close)
 		}
 	}
 }
