@@ -5,6 +5,7 @@
 package oneline
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -40,10 +41,15 @@ func (e *chain) Error() string {
 func (e *chain) Unwrap() []error { return e.errs }
 
 // Join is errors.Join printed on one line; nil when every err is nil.
+//
+// An error already in the chain of one kept before it (errors.Is: a
+// sentinel such as context.DeadlineExceeded joined again by each layer)
+// is left out: what errors.Is finds is the same, and the text says it
+// once.
 func Join(errs ...error) error {
 	var kept []error
 	for _, err := range errs {
-		if err != nil {
+		if err != nil && !within(kept, err) {
 			kept = append(kept, err)
 		}
 	}
@@ -61,4 +67,14 @@ func Join(errs ...error) error {
 // Wrapf is fmt.Errorf("rlock: format: %w", err) printed on one line.
 func Wrapf(err error, format string, args ...any) error {
 	return &chain{msg: prefix + fmt.Sprintf(format, args...), errs: []error{err}}
+}
+
+// within reports whether err is in the chain of one of kept.
+func within(kept []error, err error) bool {
+	for _, k := range kept {
+		if errors.Is(k, err) {
+			return true
+		}
+	}
+	return false
 }
