@@ -460,14 +460,32 @@ func (c *Client) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	c.wk.close() // busy workers end after their function
-	c.stopBg()   // the latch cleaner deletes what is queued, then ends
+	c.wk.close()            // busy workers end after their function
+	c.cleaner.closing = ctx // read by the cleaner once stopBg is done
+	c.stopBg()              // the latch cleaner deletes what is queued (within ctx), then ends
+	torn := make(chan struct{})
+	go c.teardown(torn)
+	select {
+	case <-torn:
+	case <-ctx.Done():
+		// What is left to do holds nothing: the loops end within one
+		// command, and rueidis closes a silent connection within a
+		// second (its PING on close). It goes on in the background.
+	}
+	return join(errs...)
+}
+
+// teardown joins the Client's background goroutines, then closes its
+// subscriptions and, when New made it, its connection; it closes torn
+// when done. Close waits for it within its ctx (R3-7: closing a
+// connection to a master that does not answer takes rueidis a second).
+func (c *Client) teardown(torn chan<- struct{}) {
+	defer close(torn)
 	c.bg.Wait()
 	c.hub.Close()
 	if c.owned {
 		c.rc.Close()
 	}
-	return join(errs...)
 }
 
 // closeHold ends l's Helds with ErrClosed and then releases every hold
@@ -486,13 +504,7 @@ func (l *hold) closeHold(ctx context.Context) error {
 		return l.endClosed(helds, nil)
 	}
 	defer l.give()
-	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
-	err := l.settle(sctx, stops{})
-	if err == nil {
-		_ = l.leaveNow(sctx) // a fair queue's place its waiter left
-	}
-	cancel()
-	if err != nil {
+	if err := l.closeSettle(ctx); err != nil {
 		return l.endClosed(helds, err)
 	}
 	l.e.mu.Lock()
@@ -514,6 +526,24 @@ func (l *hold) closeHold(ctx context.Context) error {
 		return l.endClosed(helds, nil) // lost before Close: nothing to release
 	}
 	return l.endClosed(helds, l.closeReleases(ctx, entry, helds))
+}
+
+// closeSettle settles l's unsettled request for Close and sends a fair
+// queue's place its waiters left, holding the turn, within ctx: each send
+// is Close's own (stops.caller). It returns what is left behind: the
+// request, and the place, which expires by itself within
+// FairLockWaitTimeout.
+func (l *hold) closeSettle(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+	defer cancel()
+	err := l.settle(sctx, stops{caller: true})
+	if err == nil {
+		err = l.leaveNow(sctx, stops{caller: true})
+	}
+	if err != nil && l.leaving() {
+		err = wrapf(err, "left the place of %q in its fair queue (it expires within FairLockWaitTimeout, %v)", l.name, l.e.cfg.FairLockWaitTimeout)
+	}
+	return err
 }
 
 // closeReleases releases what l holds for Close, holding the turn, once
@@ -579,7 +609,7 @@ func (l *hold) judgedLoss(entry *watchdog.Entry) error {
 func (l *hold) closeRelease(ctx context.Context, helds []*Held) error {
 	r := l.newRelease(l.e.cfg.WatchdogTimeout)
 	start := time.Now()
-	res, _, err := l.e.sendRelease(ctx, r, stops{})
+	res, _, err := l.e.sendRelease(ctx, r, stops{caller: true}) // within Close's ctx
 	if l.e.obs != nil && l.e.obs.Release != nil && len(helds) > 0 {
 		h := helds[len(helds)-1]
 		l.e.obs.Release(ctx, observe.Release{Name: l.name, Addr: l.e.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,

@@ -28,6 +28,10 @@ const (
 	defaultCommandTimeout = 3 * time.Second
 	// minRenewInterval is the shortest RenewInterval accepted.
 	minRenewInterval = 10 * time.Millisecond
+	// minCommandTimeout is the shortest CommandTimeout accepted: no
+	// round trip to a Redis server, even on loopback, is sure to be
+	// answered sooner, and every call would time out (P1-90).
+	minCommandTimeout = time.Millisecond
 	// maxNameLen is the longest lock name accepted, in bytes (8 KiB).
 	maxNameLen = 8 << 10
 	// unlockLatchTTL is the least time a request's record (a release's
@@ -115,7 +119,7 @@ type Config struct {
 	// CommandTimeout bounds each single command (one acquire attempt, one
 	// release attempt, a query). Default 3s, or less when the lease
 	// needs it: CommandTimeout + RenewInterval must be less than
-	// WatchdogTimeout.
+	// WatchdogTimeout. At least 1ms.
 	CommandTimeout time.Duration
 	// ReplicaSyncTimeout is how long an acquire, a release or a renewal
 	// waits for the master's connected replicas to acknowledge it (WAIT),
@@ -338,6 +342,27 @@ func redactURL(a string) string {
 }
 
 // timing fills and checks the lease, the renewal and the timeouts.
+// commandTiming checks DialTimeout and CommandTimeout, and sets
+// CommandTimeout's default; WatchdogTimeout and RenewInterval are set.
+func (c *Config) commandTiming() error {
+	if c.DialTimeout < 0 || c.CommandTimeout < 0 {
+		return invalidf("negative timeout")
+	}
+	if c.CommandTimeout == 0 {
+		// A renewal sent at a tick must be answered before the lease
+		// it extends runs out.
+		c.CommandTimeout = min(defaultCommandTimeout, (c.WatchdogTimeout-c.RenewInterval)/2)
+	}
+	if c.CommandTimeout < minCommandTimeout {
+		return invalidf("CommandTimeout %v is shorter than %v: no round trip to Redis is answered that soon", c.CommandTimeout, minCommandTimeout)
+	}
+	if c.CommandTimeout+c.RenewInterval >= c.WatchdogTimeout {
+		return invalidf("CommandTimeout %v + RenewInterval %v must be less than WatchdogTimeout %v: a renewal could be answered after the lease it extends ran out",
+			c.CommandTimeout, c.RenewInterval, c.WatchdogTimeout)
+	}
+	return nil
+}
+
 func (c *Config) timing() error {
 	if c.WatchdogTimeout == 0 {
 		c.WatchdogTimeout = DefaultWatchdogTimeout
@@ -354,17 +379,8 @@ func (c *Config) timing() error {
 	if c.DialTimeout == 0 {
 		c.DialTimeout = defaultDialTimeout
 	}
-	if c.DialTimeout < 0 || c.CommandTimeout < 0 {
-		return invalidf("negative timeout")
-	}
-	if c.CommandTimeout == 0 {
-		// A renewal sent at a tick must be answered before the lease
-		// it extends runs out.
-		c.CommandTimeout = min(defaultCommandTimeout, (c.WatchdogTimeout-c.RenewInterval)/2)
-	}
-	if c.CommandTimeout+c.RenewInterval >= c.WatchdogTimeout {
-		return invalidf("CommandTimeout %v + RenewInterval %v must be less than WatchdogTimeout %v: a renewal could be answered after the lease it extends ran out",
-			c.CommandTimeout, c.RenewInterval, c.WatchdogTimeout)
+	if err := c.commandTiming(); err != nil {
+		return err
 	}
 	if c.FairLockWaitTimeout == 0 {
 		c.FairLockWaitTimeout = DefaultFairLockWaitTimeout

@@ -66,7 +66,7 @@ func (a *acquisition) runFair() (held *Held, err error) {
 	a.o.fair = fw
 	var w *pubsub.Waiter
 	defer func() {
-		if err != nil && a.l.leaveFair(a.ctx, fw) {
+		if err != nil && a.l.leaveFair(a.ctx, fw, a.o.until) {
 			// Other goroutines of the owner still wait in its one place,
 			// and this call may have taken (or given back) what was meant
 			// for it: one of them tries at once.
@@ -204,14 +204,21 @@ func (qs *waitQueues) wakeField(ctx context.Context, name, field string, w *pubs
 // request of the field that may still run is settled (or it could queue
 // the field again), the field leaves the queue, and holds nobody has (a
 // grant whose answer was lost) are released. It waits at most two command
-// timeouts; what it could not finish a settler finishes. It reports
-// whether other acquisitions of the field still wait (or may: the turn
-// could not be had), which one of them should be woken for.
-func (l *hold) leaveFair(ctx context.Context, fw *fairWait) (others bool) {
+// timeouts, and no longer than the caller's ctx and a TryLock's last
+// moment (until, when not zero) allow: what it could not finish then, a
+// settler finishes in the background (R3-8: a fair Lock whose ctx ended
+// while the master did not answer returned two command timeouts late). It
+// reports whether other acquisitions of the field still wait (or may: the
+// turn could not be had), which one of them should be woken for.
+func (l *hold) leaveFair(ctx context.Context, fw *fairWait, until time.Time) (others bool) {
 	if !fw.queued {
 		return fw.others // granted (then given back), or never queued
 	}
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
+	closing := l.e.closed()
+	if closing || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
+		return l.leaveFairLater(fw, closing)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
 	defer cancel()
 	if err := l.take(tctx, nil, nil); err != nil {
 		l.finishLater(fw)
@@ -228,7 +235,29 @@ func (l *hold) leaveFair(ctx context.Context, fw *fairWait) (others bool) {
 		return false
 	}
 	l.releaseStrays(tctx)
-	if l.leaveNow(tctx) != nil {
+	if l.leaveNow(tctx, stops{}) != nil {
+		l.finishLater(nil)
+	}
+	return false
+}
+
+// leaveFairLater is leaveFair when the caller's time is up or the Client
+// is closing: nothing is sent now. The acquisition is uncounted and the
+// field's leave recorded as pending, which a settler sends, or Close
+// (closeHold) when it is closing; when the turn is busy, all of it is
+// the settler's.
+func (l *hold) leaveFairLater(fw *fairWait, closing bool) (others bool) {
+	if !l.tryTake() {
+		l.finishLater(fw)
+		return true
+	}
+	defer l.give()
+	l.leftFair(fw)
+	if l.fair.queued > 0 {
+		return true
+	}
+	l.setLeave(true)
+	if !closing {
 		l.finishLater(nil)
 	}
 	return false
@@ -236,12 +265,12 @@ func (l *hold) leaveFair(ctx context.Context, fw *fairWait) (others bool) {
 
 // leaveNow sends the field's pending leave, holding the turn, once no
 // request of it may still run and none of its acquisitions is queued.
-func (l *hold) leaveNow(ctx context.Context) error {
+func (l *hold) leaveNow(ctx context.Context, st stops) error {
 	if !l.leaving() || l.fair.queued > 0 || l.unsettled != nil {
 		return nil
 	}
 	lv := reentrant.LeaveFair{Name: l.name, Field: l.field, Wait: l.fair.wait, Publish: l.e.publish}
-	err := l.e.retry(ctx, l.name, "leave fair queue", stops{}, func(actx context.Context) error {
+	err := l.e.retry(ctx, l.name, "leave fair queue", st, func(actx context.Context) error {
 		_, err := lv.Run(actx, l.e.rc)
 		return err
 	})

@@ -37,7 +37,8 @@ type Held struct {
 	mu     sync.Mutex
 	done   bool  // ended
 	late   bool  // unlocked by the settlement of a failed Unlock: the next Unlock returns nil
-	reason error // why: nil (unlocked), ErrClosed, a *LostError
+	given  bool  // given up by an unconfirmed Unlock: its context has ended, its release is settled in the background
+	reason error // why: nil (unlocked), ErrClosed, a *LostError; the unconfirmed Unlock's error once given up
 	// ctx is the context given to Lock (carrying the owner) until the
 	// first call of context, which replaces it with the hold's own,
 	// cancel being set then: most holds end without anyone asking for
@@ -79,11 +80,40 @@ func (h *Held) context() context.Context {
 	defer h.mu.Unlock()
 	if h.cancel == nil {
 		h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(h.ctx))
-		if h.done {
+		if h.done || h.given {
 			h.cancel(h.reason)
 		}
 	}
 	return h.ctx
+}
+
+// giveUp ends h's context with cause (an Unlock's unconfirmed error):
+// its owner must stop relying on the lock when Unlock returns, while the
+// release is settled in the background and h ends then (R3-9).
+func (h *Held) giveUp(cause error) {
+	h.mu.Lock()
+	if !h.done && !h.given {
+		h.given, h.reason = true, cause
+	}
+	cancel := h.cancel
+	cause = h.reason
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+}
+
+// ending is the channel that closes when h ends, for waits that must stop
+// then: its context's Done, or nil once an unconfirmed Unlock gave it up
+// (its context has ended, and its hold not yet).
+func (h *Held) ending() <-chan struct{} {
+	h.mu.Lock()
+	given := h.given && !h.done
+	h.mu.Unlock()
+	if given {
+		return nil
+	}
+	return h.context().Done()
 }
 
 // Done is closed when the hold ends: Context().Done().
@@ -169,16 +199,19 @@ func (h *Held) ended() (bool, error) {
 // Unlock releases this hold: the hold count goes down by one, and the lock
 // is free when it reaches 0 (one waiter is then woken, here or in a
 // Redisson service). A release whose reply is lost is asked again with
-// the same request id until ctx ends, and answered, not applied twice. If
-// ctx ends first, Unlock returns ErrUnavailable, and the Client completes
-// the release in the background: it settles what the request did and
-// releases the hold if it did not run; the last hold of a lock is no
-// longer renewed meanwhile. The hold's context ends when that is done:
-// plainly, or with a *LostError if the lock was lost first or its lease is
-// judged run out before Redis answers. Calling Unlock again waits for that
-// outcome (nil once released), and never releases twice. Unlock never
-// waits longer than the lock's lease: when the lease must have run out
-// unanswered, the hold is lost and Unlock returns its *LostError.
+// the same request id until ctx ends, and answered, not applied twice.
+// Unlock returns when ctx ends, even with its release in flight to a
+// master that does not answer: it then returns ErrUnavailable (the
+// unlock is unconfirmed), the hold's context has ended with that error
+// as its cause, and the Client completes the release in the background:
+// it settles what the request did and releases the hold if it did not
+// run; the last hold of a lock is no longer renewed meanwhile. Calling
+// Unlock again waits, within its ctx, for that outcome (nil once
+// released, a *LostError if the lock was lost first or its lease was
+// judged run out before Redis answered), and never releases twice.
+// Unlock never waits longer than the lock's lease: when the lease must
+// have run out unanswered, the hold is lost and Unlock returns its
+// *LostError.
 //
 // Holds of one owner change their count one at a time: Unlock waits for a
 // re-entry in flight of the same owner.
@@ -224,7 +257,7 @@ func (l *hold) takeForUnlock(ctx context.Context, h *Held) (bool, error) {
 	if l.tryTake() {
 		return true, nil
 	}
-	err := l.take(ctx, l.e.done, h.context().Done())
+	err := l.take(ctx, l.e.done, h.ending())
 	if err == nil {
 		return true, nil
 	}
@@ -278,7 +311,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		res      reentrant.ReleaseResult
 		unsynced error
 	)
-	res, unsynced, err = c.e.sendRelease(ctx, r, stops{held: h, b: c.done}) // Close takes over
+	res, unsynced, err = c.e.sendRelease(ctx, r, stops{held: h, b: c.done, caller: true}) // Close takes over
 	if err != nil {
 		return false, l.unconfirmed(h, &request{id: r.RequestID, release: h, sent: sent}, err)
 	}
@@ -323,7 +356,9 @@ func (l *hold) unconfirmed(h *Held, u *request, err error) error {
 			l.e.wd.SetRenew(e, renew)
 		}
 	}
-	return wrapf(err, "unlock of %q unconfirmed (it is completed in the background; the hold's context ends then)", l.name)
+	err = wrapf(err, "unlock of %q unconfirmed (it is completed in the background; the hold's context has ended)", l.name)
+	h.giveUp(err)
+	return err
 }
 
 // partialLease is the lease a partial release of h sends: leaseAfter,

@@ -368,6 +368,10 @@ func (e *env) retry(ctx context.Context, name, op string, st stops, send func(co
 type stops struct {
 	a, b <-chan struct{}
 	held *Held
+	// caller: each send is on the caller's behalf, and ends with its ctx
+	// (sendCtx): the call returns when its ctx ends, and a request whose
+	// answer did not come is settled in the background.
+	caller bool
 }
 
 // lost is the held's Done channel, nil without one.
@@ -375,7 +379,7 @@ func (s stops) lost() <-chan struct{} {
 	if s.held == nil {
 		return nil
 	}
-	return s.held.context().Done()
+	return s.held.ending()
 }
 
 // retryFor is retry whose every attempt may take extra beyond
@@ -385,7 +389,7 @@ func (s stops) lost() <-chan struct{} {
 func (e *env) retryFor(ctx context.Context, name, op string, extra time.Duration, until time.Time, st stops, send func(context.Context) error) error {
 	delay := 5 * time.Millisecond
 	for {
-		actx := newSendCtx(ctx, e.cfg.CommandTimeout+extra)
+		actx := newSendCtx(ctx, e.cfg.CommandTimeout+extra, until, st.caller)
 		err := send(actx)
 		actx.stop()
 		if err == nil {
@@ -477,7 +481,7 @@ func (l *hold) finishLater(fw *fairWait) {
 				return
 			}
 		}
-		_ = l.leaveNow(hctx)
+		_ = l.leaveNow(hctx, stops{})
 		l.releaseStrays(hctx)
 	})
 }

@@ -18,6 +18,10 @@ type latchCleaner struct {
 	owned   bool          // rc is the Client's own (New made it): batches go on a connection of their own
 	timeout time.Duration // one command's (Config.CommandTimeout)
 	latches chan string   // latches to delete, queued by releases (env.queueLatch)
+	// closing is Close's ctx, set by Close before it stops the loop (the
+	// loop reads it once its own ctx is done): the last batch goes out
+	// within it, or not at all (the latches expire by themselves).
+	closing context.Context
 }
 
 // latchFlushDelay is how long answered unlock latches gather before the
@@ -43,7 +47,7 @@ func (lc *latchCleaner) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			lc.delete(nil)
+			lc.delete(ctx, nil)
 			return
 		case k := <-lc.latches:
 			// Gather a second's worth, then delete them in one round trip:
@@ -54,15 +58,17 @@ func (lc *latchCleaner) run(ctx context.Context) {
 			case <-ctx.Done():
 				t.Stop()
 			}
-			lc.delete(&k)
+			lc.delete(ctx, &k)
 		}
 	}
 }
 
 // delete deletes first (if any) and every latch queued behind it,
-// in one round trip. Its context is not the loop's: the last batch, at
-// Close, must still go out.
-func (lc *latchCleaner) delete(first *string) {
+// in one round trip. Its context is not the loop's (loop): the last
+// batch, at Close, must still go out, within Close's ctx and on the shared
+// connection (rueidis's Dedicated takes no ctx, and may be dialling a
+// master that does not answer: R3-7).
+func (lc *latchCleaner) delete(loop context.Context, first *string) {
 	// A new slice each time: rueidis's writer may still read the last one
 	// after DoMulti returned.
 	var batch []rueidis.Completed
@@ -78,9 +84,19 @@ func (lc *latchCleaner) delete(first *string) {
 		}
 		break
 	}
-	if len(batch) > 0 {
+	if len(batch) == 0 {
+		return
+	}
+	if loop.Err() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), lc.timeout)
 		lc.doMultiApart(ctx, batch)
 		cancel()
+		return
 	}
+	if lc.closing == nil || lc.closing.Err() != nil {
+		return // Close's time is up: they expire by themselves
+	}
+	ctx, cancel := context.WithTimeout(lc.closing, lc.timeout)
+	lc.rc.DoMulti(ctx, batch...)
+	cancel()
 }

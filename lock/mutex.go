@@ -76,6 +76,11 @@ type options struct {
 	// fair is a waiting fair acquisition's place in the queue: its
 	// requests ask to join it (nil: they never do).
 	fair *fairWait
+	// until is a TryLock's last moment to send (and to wait for) an
+	// acquire: its start + max(Wait, CommandTimeout), and at least one
+	// send of each request (P2-08); zero for Lock, which its ctx alone
+	// bounds.
+	until time.Time
 }
 
 // Wait makes TryLock wait up to d for the lock (default 0: one attempt).
@@ -115,6 +120,11 @@ func Fenced() Option {
 // carrying an owner that holds the lock re-enters it. The lock is held
 // until Unlock: the watchdog renews it (or, with Lease, it expires).
 //
+// Lock returns when ctx ends, even with a request in flight to a master
+// that does not answer: that request is settled in the background, and
+// a grant it may have made is released (or expires with its lease); a
+// fair Lock's place in the queue is left in the background too.
+//
 // May return ErrNotAcquired (joined with ctx's error), ErrClosed,
 // ErrUnavailable, ErrInvalid.
 func (m *Mutex) Lock(ctx context.Context, opts ...Option) (*Held, error) {
@@ -123,6 +133,12 @@ func (m *Mutex) Lock(ctx context.Context, opts ...Option) (*Held, error) {
 
 // TryLock acquires the lock if it is free, or waits for it up to the
 // Wait option's duration (default: no wait).
+//
+// TryLock returns when ctx ends, and otherwise, whatever the master does,
+// at the latest one CommandTimeout after it began, or after its Wait ran
+// out (with replica sync, plus the WAIT for replicas its request
+// carries): a request whose answer did not come by then is settled in
+// the background, as with Lock.
 //
 // May return ErrNotAcquired, ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) TryLock(ctx context.Context, opts ...Option) (*Held, error) {
@@ -209,6 +225,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool, opts []Option) (held
 	a := &acquisition{m: m, c: c, ctx: ctx, octx: ctx, l: l, owner: owner, o: o, blocking: blocking, start: time.Now()}
 	if !blocking {
 		a.deadline = a.start.Add(o.wait)
+		a.o.until = a.start.Add(max(o.wait, c.cfg.CommandTimeout))
 	}
 	if c.obs != nil && c.obs.AcquireStart != nil {
 		if x := c.obs.AcquireStart(ctx, observe.AcquireStart{Name: m.name, Addr: c.route.at(m.name), Owner: owner, Blocking: blocking, Wait: o.wait, Lease: o.lease}); x != nil {
@@ -631,7 +648,7 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 		req.Queue, req.Wait = true, l.fair.wait
 	}
 	sent := time.Now()
-	res, sends, err := m.send(ctx, l, req, sent)
+	res, sends, err := m.send(ctx, l, req, sent, o.until)
 	if err != nil {
 		return outcome{}, false, err
 	}
@@ -680,13 +697,21 @@ func (m *Mutex) unusable(ctx context.Context, l *hold, s reentrant.Sync, unconfi
 // send sends an acquire request, asking again after a lost reply until
 // the lease it would set must have run out: a later answer could not be
 // used. A request whose answer could not be had is recorded as unsettled.
-func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest, sent time.Time) (reentrant.AcquireResult, int, error) {
+func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest, sent, last time.Time) (reentrant.AcquireResult, int, error) {
 	c := m.c
 	until := sent.Add(req.Lease - c.wd.Margin(req.Lease))
+	if !last.IsZero() {
+		// A TryLock's last moment, and never less than one send of this
+		// request (CommandTimeout and the WAIT for replicas it carries).
+		last = latest(last, sent.Add(c.cfg.CommandTimeout)).Add(req.Sync.Extra())
+		if last.Before(until) {
+			until = last
+		}
+	}
 	var res reentrant.AcquireResult
 	sends := 0
 	unknown := false // some send's outcome is unknown: it may have run
-	err := c.e.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, stops{a: c.done}, func(actx context.Context) (err error) {
+	err := c.e.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, stops{a: c.done, caller: true}, func(actx context.Context) (err error) {
 		sends++
 		res, err = req.Run(actx, c.rc)
 		if err != nil && isReply(err) {

@@ -7,26 +7,48 @@ import (
 )
 
 // sendCtx is the context of one send of a count-changing request: the
-// caller's values, none of its cancellation (a request in flight is seen
-// through to its answer or its deadline), and a deadline. It is what
-// context.WithTimeout(context.WithoutCancel(ctx), d) gives, without the
-// timer on the path every Lock and Unlock takes: rueidis bounds a request
-// sent on a connection in direct mode by the deadline alone (as the
-// connection's I/O deadline) and never asks for Done there; Done's
-// channel and its timer are made only when something asks (rueidis in
-// pipelining mode, a derived context).
+// caller's values, and a deadline, the earlier of the send's own
+// (CommandTimeout and the WAIT it carries) and the last moment its
+// request may be sent (retryFor's until). A send on a caller's behalf
+// (an acquire, an Unlock's release: stops.caller) ends with the caller's
+// ctx too, at its deadline or cancellation; any other (a settler's, a
+// give-back, Close's) is seen through to its answer or its own deadline,
+// whatever bounds the loop around it. It is what
+// context.WithDeadline(ctx, d) gives, without the timer on the path
+// every Lock and Unlock takes: rueidis bounds a request sent on a
+// connection in direct mode by the deadline alone (as the connection's
+// I/O deadline) and never asks for Done there; Done's channel, its timer
+// and the watch of the caller's ctx are made only when something asks
+// (rueidis in pipelining mode, a derived context). A send cut off by the
+// caller's ctx is a request whose outcome is unknown: it is recorded as
+// unsettled, and settled in the background (issue 29, stage 3: a call
+// returns when its ctx ends).
 type sendCtx struct {
-	values context.Context // the caller's, WithoutCancel: its cause stays its own
+	parent context.Context // the caller's when the send is on its behalf; else values
+	values context.Context // the caller's, WithoutCancel: context.Cause of a send ctx is its own Err
 	dl     time.Time
 
-	mu    sync.Mutex
-	done  chan struct{} // made by the first Done
-	timer *time.Timer   // armed by the first Done, to close done at dl
-	err   error         // set once: DeadlineExceeded, or Canceled by stop
+	mu      sync.Mutex
+	done    chan struct{} // made by the first Done
+	timer   *time.Timer   // armed by the first Done, to close done at dl
+	unwatch func() bool   // the first Done's watch of parent's end
+	err     error         // set once: DeadlineExceeded, parent's error, or Canceled by stop
 }
 
-func newSendCtx(ctx context.Context, d time.Duration) *sendCtx {
-	return &sendCtx{values: context.WithoutCancel(ctx), dl: time.Now().Add(d)}
+func newSendCtx(ctx context.Context, d time.Duration, until time.Time, caller bool) *sendCtx {
+	dl := time.Now().Add(d)
+	if !until.IsZero() && until.Before(dl) {
+		dl = until
+	}
+	s := &sendCtx{values: context.WithoutCancel(ctx), dl: dl}
+	s.parent = s.values
+	if caller {
+		s.parent = ctx
+		if pdl, ok := ctx.Deadline(); ok && pdl.Before(s.dl) {
+			s.dl = pdl
+		}
+	}
+	return s
 }
 
 // Deadline implements context.Context.
@@ -42,32 +64,43 @@ func (s *sendCtx) Done() <-chan struct{} {
 	defer s.mu.Unlock()
 	if s.done == nil {
 		s.done = make(chan struct{})
-		s.expiredLocked()
+		s.endedLocked()
 		if s.err != nil {
 			close(s.done)
 		} else {
 			s.timer = time.AfterFunc(time.Until(s.dl), s.expire)
+			if s.parent.Done() != nil {
+				s.unwatch = context.AfterFunc(s.parent, func() { s.end(s.parent.Err()) })
+			}
 		}
 	}
 	return s.done
 }
 
 // Err implements context.Context: DeadlineExceeded once the deadline has
-// passed (closing Done first, when it was asked for), Canceled after stop.
+// passed, the caller's error once its ctx ended (closing Done first, when
+// it was asked for), Canceled after stop.
 func (s *sendCtx) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err == nil && s.expiredLocked() && s.done != nil {
+	if s.err == nil && s.endedLocked() && s.done != nil {
 		close(s.done)
 	}
 	return s.err
 }
 
-// expiredLocked sets err when the deadline has passed and reports
-// whether it did so now.
-func (s *sendCtx) expiredLocked() bool {
-	if s.err == nil && !time.Now().Before(s.dl) {
+// endedLocked sets err when the deadline has passed or the caller's ctx
+// ended, and reports whether it did so now.
+func (s *sendCtx) endedLocked() bool {
+	if s.err != nil {
+		return false
+	}
+	if !time.Now().Before(s.dl) {
 		s.err = context.DeadlineExceeded
+		return true
+	}
+	if err := s.parent.Err(); err != nil {
+		s.err = err
 		return true
 	}
 	return false
@@ -75,14 +108,18 @@ func (s *sendCtx) expiredLocked() bool {
 
 func (s *sendCtx) expire() { s.end(context.DeadlineExceeded) }
 
-// stop ends the context (the send returned): its timer, if any, is
-// stopped, and Done closes if it was asked for.
+// stop ends the context (the send returned): its timer and its watch, if
+// any, are stopped, and Done closes if it was asked for.
 func (s *sendCtx) stop() {
 	s.mu.Lock()
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	unwatch := s.unwatch
 	s.mu.Unlock()
+	if unwatch != nil {
+		unwatch()
+	}
 	s.end(context.Canceled)
 }
 

@@ -14,15 +14,16 @@ import (
 type sendCtxKey struct{}
 
 // TestSendCtx checks the send context against what
-// context.WithTimeout(context.WithoutCancel(ctx), d) promises: the
-// caller's values, none of its cancellation, Done closed at the deadline
-// with DeadlineExceeded, Err nil before; and after stop, Canceled.
+// context.WithDeadline(ctx, d) promises: the caller's values and
+// cancellation, the earliest deadline, Done closed at it with
+// DeadlineExceeded, Err nil before; and after stop, Canceled.
 func TestSendCtx(t *testing.T) {
-	parent, cancel := context.WithCancel(context.WithValue(context.Background(), sendCtxKey{}, "v"))
+	live := context.WithValue(context.Background(), sendCtxKey{}, "v")
+	parent, cancel := context.WithCancel(live)
 	cancel()
 
-	t.Run("values and deadline, not the caller's cancellation", func(t *testing.T) {
-		s := newSendCtx(parent, time.Hour)
+	t.Run("values and deadline", func(t *testing.T) {
+		s := newSendCtx(live, time.Hour, time.Time{}, true)
 		defer s.stop()
 		if got := s.Value(sendCtxKey{}); got != "v" {
 			t.Fatalf("Value = %v, want the caller's", got)
@@ -32,7 +33,7 @@ func TestSendCtx(t *testing.T) {
 			t.Fatalf("Deadline = %v, %v; want about an hour from now", dl, ok)
 		}
 		if err := s.Err(); err != nil {
-			t.Fatalf("Err = %v with the caller's ctx cancelled; want nil", err)
+			t.Fatalf("Err = %v; want nil", err)
 		}
 		select {
 		case <-s.Done():
@@ -41,8 +42,67 @@ func TestSendCtx(t *testing.T) {
 		}
 	})
 
+	t.Run("the caller's cancellation", func(t *testing.T) {
+		s := newSendCtx(parent, time.Hour, time.Time{}, true)
+		defer s.stop()
+		if err := s.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v with the caller's ctx cancelled; want Canceled", err)
+		}
+		select {
+		case <-s.Done():
+		default:
+			t.Fatal("Done open with the caller's ctx cancelled")
+		}
+	})
+
+	t.Run("the caller's cancellation while Done is watched", func(t *testing.T) {
+		p, pcancel := context.WithCancel(live)
+		s := newSendCtx(p, time.Hour, time.Time{}, true)
+		defer s.stop()
+		done := s.Done()
+		pcancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Done not closed 10 s after the caller's ctx was cancelled")
+		}
+		if err := s.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err = %v, want Canceled", err)
+		}
+	})
+
+	t.Run("the earliest deadline: the caller's, then until", func(t *testing.T) {
+		p, pcancel := context.WithTimeout(live, time.Minute)
+		defer pcancel()
+		pdl, _ := p.Deadline()
+		s := newSendCtx(p, time.Hour, time.Time{}, true)
+		if dl, _ := s.Deadline(); !dl.Equal(pdl) {
+			t.Errorf("Deadline = %v, want the caller's %v", dl, pdl)
+		}
+		s.stop()
+		until := time.Now().Add(time.Second)
+		s = newSendCtx(p, time.Hour, until, true)
+		if dl, _ := s.Deadline(); !dl.Equal(until) {
+			t.Errorf("Deadline = %v, want until %v", dl, until)
+		}
+		s.stop()
+		s = newSendCtx(p, time.Hour, time.Time{}, false)
+		if dl, _ := s.Deadline(); !dl.After(pdl) {
+			t.Errorf("Deadline = %v of a send not on the caller's behalf, want its own hour, not the caller's %v", dl, pdl)
+		}
+		s.stop()
+	})
+
+	t.Run("not on the caller's behalf: seen through", func(t *testing.T) {
+		s := newSendCtx(parent, time.Hour, time.Time{}, false)
+		defer s.stop()
+		if err := s.Err(); err != nil {
+			t.Fatalf("Err = %v with the caller's ctx cancelled, want nil: the send is seen through", err)
+		}
+	})
+
 	t.Run("Done closes at the deadline", func(t *testing.T) {
-		s := newSendCtx(context.Background(), 20*time.Millisecond)
+		s := newSendCtx(context.Background(), 20*time.Millisecond, time.Time{}, true)
 		defer s.stop()
 		select {
 		case <-s.Done():
@@ -58,7 +118,7 @@ func TestSendCtx(t *testing.T) {
 	})
 
 	t.Run("Err after the deadline, Done asked later", func(t *testing.T) {
-		s := newSendCtx(context.Background(), -time.Millisecond)
+		s := newSendCtx(context.Background(), -time.Millisecond, time.Time{}, true)
 		if err := s.Err(); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Err = %v, want DeadlineExceeded", err)
 		}
@@ -70,7 +130,7 @@ func TestSendCtx(t *testing.T) {
 	})
 
 	t.Run("Err closes an asked-for Done", func(t *testing.T) {
-		s := newSendCtx(context.Background(), time.Hour)
+		s := newSendCtx(context.Background(), time.Hour, time.Time{}, true)
 		done := s.Done()
 		s.dl = time.Now().Add(-time.Millisecond) // as if the timer were late
 		if err := s.Err(); !errors.Is(err, context.DeadlineExceeded) {
@@ -85,7 +145,7 @@ func TestSendCtx(t *testing.T) {
 	})
 
 	t.Run("stop", func(t *testing.T) {
-		s := newSendCtx(context.Background(), time.Hour)
+		s := newSendCtx(context.Background(), time.Hour, time.Time{}, true)
 		done := s.Done()
 		s.stop()
 		select {
@@ -100,7 +160,7 @@ func TestSendCtx(t *testing.T) {
 	})
 
 	t.Run("a derived context ends with it", func(t *testing.T) {
-		s := newSendCtx(context.Background(), 20*time.Millisecond)
+		s := newSendCtx(context.Background(), 20*time.Millisecond, time.Time{}, true)
 		child, cancel := context.WithCancel(s)
 		defer cancel()
 		select {
@@ -146,7 +206,7 @@ func TestSendCtxBoundsADelayedReply(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Remove()
-			s := newSendCtx(ctx, 200*time.Millisecond)
+			s := newSendCtx(ctx, 200*time.Millisecond, time.Time{}, true)
 			start := time.Now()
 			err = rc.Do(s, rc.B().Get().Key(key).Build()).Error()
 			took := time.Since(start)
@@ -161,20 +221,19 @@ func TestSendCtxBoundsADelayedReply(t *testing.T) {
 	}
 }
 
-// TestReviewSendCtxCause: the send context stands for
-// context.WithTimeout(context.WithoutCancel(ctx), d), but its Value hands
-// out the caller's internal cancelCtx key (WithoutCancel hides it), so
-// context.Cause reads the caller's cause: non-nil while Err is nil (the
-// caller's ctx ended, the send goes on), nil after the deadline passed,
-// and a context derived from it ends with the caller's cause rather than
-// its own DeadlineExceeded.
+// TestReviewSendCtxCause: a review found that a send context whose Value
+// handed out the caller's internal cancelCtx key made context.Cause read
+// the caller's cause rather than the send's own end; its values come from
+// context.WithoutCancel(ctx), which hides that key, so the cause of a
+// send context ended by its deadline, and of one derived from it, is
+// DeadlineExceeded.
 func TestReviewSendCtxCause(t *testing.T) {
-	errCaller := errors.New("caller gave up")
+	// A live caller's ctx: the send's own deadline ends it.
 	parent, cancel := context.WithCancelCause(context.Background())
-	cancel(errCaller)
+	defer cancel(errors.New("caller gave up"))
 
 	t.Run("Cause after the deadline", func(t *testing.T) {
-		s := newSendCtx(parent, time.Millisecond)
+		s := newSendCtx(parent, time.Millisecond, time.Time{}, true)
 		<-s.Done()
 		if got := context.Cause(s); !errors.Is(got, context.DeadlineExceeded) {
 			t.Errorf("Cause(send ctx) after its deadline = %v, want DeadlineExceeded (Err = %v)", got, s.Err())
@@ -182,7 +241,7 @@ func TestReviewSendCtxCause(t *testing.T) {
 	})
 
 	t.Run("derived context's cause", func(t *testing.T) {
-		s := newSendCtx(parent, 20*time.Millisecond)
+		s := newSendCtx(parent, 20*time.Millisecond, time.Time{}, true)
 		defer s.stop()
 		child, ccancel := context.WithCancel(s)
 		defer ccancel()
