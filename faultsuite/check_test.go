@@ -3,6 +3,7 @@ package faultsuite
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,9 @@ type roundResult struct {
 	readings int  // the readers' holds (rwlock)
 	holdings int
 	writes   int
+	// overruns: how long after its deadline each Unlock cut by it returned
+	// (unlock-deadline).
+	overruns []time.Duration
 
 	// doubleGrants counts pairs of holdings where the older one wrote,
 	// believing it held the lock, after the newer one's Lock had returned.
@@ -91,6 +95,7 @@ func (r *round) check() roundResult {
 		holdings: len(hs), history: hs, events: r.events}
 	r.injectMu.Lock()
 	res.injected = r.injected
+	res.overruns = slices.Clone(r.overruns)
 	r.injectMu.Unlock()
 	for i := range hs {
 		h := &hs[i]

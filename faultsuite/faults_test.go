@@ -45,6 +45,7 @@ var kinds = []*faultKind{
 	{name: "owner-ctx", mode: true},                  // Lock with a ctx carrying an owner (WithOwner kept across holds, another lock's Held ctx); lost requests/replies
 	{name: "tight-timeout", mode: true},              // Clients with CommandTimeout + RenewInterval just under WatchdogTimeout, leases near CommandTimeout, replies delayed near it
 	{name: "close-holding", mode: true},              // a holder's Clients (its own) are closed while it holds and writes; release replies delayed (one master; a RedLock's workers hold as usual)
+	{name: "unlock-deadline", mode: true},            // shared owners whose Unlock deadlines (20-150ms) expire while a release's reply is delayed; after an Unlock error the holder writes while its Held's context is live
 	{name: "restart-now-empty", outside: true},       // restart at once without data (a majority or one on RedLock)
 	{name: "holder-pause", outside: true},            // a holder pauses past its explicit lease before writing
 	{name: "clock-fast", outside: true, clock: true}, // master clock 5x fast (a majority on RedLock)
@@ -109,12 +110,14 @@ func (f fault) String() string {
 		s = fmt.Sprintf("%s (lease %v) for %v", f.kind.name, f.mode.shortLease.Round(time.Millisecond), f.d.Round(time.Millisecond))
 	case "ctx-deadline":
 		s = fmt.Sprintf("%s (Lock deadlines %v-%v) for %v", f.kind.name, f.mode.lockTimeout[0], f.mode.lockTimeout[1], f.d.Round(time.Millisecond))
+	case "unlock-deadline":
+		s = fmt.Sprintf("%s (Unlock deadlines %v-%v) for %v", f.kind.name, f.mode.unlockTimeout[0], f.mode.unlockTimeout[1], f.d.Round(time.Millisecond))
 	case "tight-timeout":
 		s = fmt.Sprintf("%s (CommandTimeout %v, leases %v-%v) for %v", f.kind.name, tightCommandTimeout, f.mode.tightLease[0], f.mode.tightLease[1], f.d.Round(time.Millisecond))
 	default:
 		s += fmt.Sprintf(" for %v", f.d.Round(time.Millisecond))
 	}
-	if f.kind.mode && f.kind.name != "reenter-short-lease" && f.kind.name != "ctx-deadline" && f.kind.name != "tight-timeout" {
+	if f.kind.mode && f.kind.name != "reenter-short-lease" && f.kind.name != "ctx-deadline" && f.kind.name != "unlock-deadline" && f.kind.name != "tight-timeout" {
 		s = fmt.Sprintf("%s for %v", f.kind.name, f.d.Round(time.Millisecond))
 	}
 	for _, x := range f.rules {
@@ -228,6 +231,13 @@ func drawMode(rng *rand.Rand, f fault, topo topology) fault {
 		f.mode.lockTimeout = [2]time.Duration{20 * time.Millisecond, 150 * time.Millisecond}
 		for range 1 + rng.IntN(3) {
 			add("acquire", integration.DelayReply(randDuration(rng, 30*time.Millisecond, 300*time.Millisecond)))
+		}
+	case "unlock-deadline":
+		// The release ran; its answer comes after the Unlock's deadline:
+		// another Client may be granted before the holder knows.
+		f.mode.unlockTimeout = [2]time.Duration{20 * time.Millisecond, 150 * time.Millisecond}
+		for range 1 + rng.IntN(3) {
+			add("release", integration.DelayReply(randDuration(rng, 30*time.Millisecond, 300*time.Millisecond)))
 		}
 	case "owner-ctx":
 		for range 2 + rng.IntN(3) {

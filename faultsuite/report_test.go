@@ -3,6 +3,7 @@ package faultsuite
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,7 +101,18 @@ func (res roundResult) line() string {
 	return fmt.Sprintf("%d holds%s, %d writes; double grants %d; stale writes rejected %d, accepted %d; fresh writes rejected %d; inverted tokens %d; losses signalled %d (late %d, by up to %v), unsignalled %d; false losses %d of %d probed; counts read %d, below %d, above %d; commands hit %v; losses reported up to %v after the lease ran out; %s: %s",
 		res.holdings, reads, res.writes, res.doubleGrants, res.staleRejected, res.staleAccepted, res.freshRejected, res.inverted,
 		res.signalled, res.late, res.lateBy.Round(time.Millisecond), res.unsignalled, res.falseLoss, res.probed,
-		res.reads, res.countBelow, res.countAbove, res.injected, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result))
+		res.reads, res.countBelow, res.countAbove, res.injected, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result)) + overrunLine(res.overruns)
+}
+
+// overrunLine says how long after their deadlines the Unlocks cut by it
+// returned: the p99 and the worst.
+func overrunLine(d []time.Duration) string {
+	if len(d) == 0 {
+		return ""
+	}
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return fmt.Sprintf("; %d Unlocks cut by their deadline returned p99 %v, at worst %v after it", len(d), d[(len(d)*99)/100].Round(100*time.Microsecond), d[len(d)-1].Round(100*time.Microsecond))
 }
 
 func verdict(r porcupine.CheckResult) string {

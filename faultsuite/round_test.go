@@ -47,6 +47,9 @@ type round struct {
 	// lost, a reply delayed), by fault kind.
 	injectMu sync.Mutex
 	injected map[string]int
+	// overruns are how long after their deadline the Unlocks cut by it
+	// (unlock-deadline) returned; guarded by injectMu.
+	overruns []time.Duration
 }
 
 // workerMode is a fault kind that changes how the workers use the lock
@@ -55,7 +58,9 @@ type workerMode struct {
 	kind        string
 	shortLease  time.Duration    // reenter-short-lease: the re-entry's Lease
 	lockTimeout [2]time.Duration // ctx-deadline: the Lock deadlines' range
-	tightLease  [2]time.Duration // tight-timeout: the explicit leases' range
+	// unlock-deadline: the Unlock deadlines' range
+	unlockTimeout [2]time.Duration
+	tightLease    [2]time.Duration // tight-timeout: the explicit leases' range
 }
 
 func (r *round) mode() workerMode {
@@ -80,6 +85,14 @@ func (r *round) bound(ctx, values context.Context) (context.Context, context.Can
 	c, cancel := context.WithCancel(values)
 	stop := context.AfterFunc(ctx, cancel)
 	return c, func() { stop(); cancel() }
+}
+
+// unlockReturned records an Unlock of deadline d, begun at start, that
+// returned an error now.
+func (r *round) unlockReturned(start time.Time, d time.Duration) {
+	r.injectMu.Lock()
+	defer r.injectMu.Unlock()
+	r.overruns = append(r.overruns, max(time.Since(start)-d, 0))
 }
 
 func (r *round) hit(kind string, n int) {

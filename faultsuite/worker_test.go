@@ -24,6 +24,10 @@ const (
 	maxWork       = 200 * time.Millisecond
 	maxLongWork   = 3 * watchdogLease
 	unlockTimeout = 3 * time.Second
+	// retryUnlockAfter is how long an unlock-deadline holder whose Unlock
+	// failed writes while its Held's context is live before it unlocks
+	// again.
+	retryUnlockAfter = 200 * time.Millisecond
 	// sharedWork is the longest hold of a goroutine sharing an owner:
 	// short, so that their Redis operations interleave often.
 	sharedWork = 60 * time.Millisecond
@@ -47,7 +51,7 @@ func (w *worker) run(ctx context.Context, r *round) {
 	for ctx.Err() == nil {
 		m := r.mode()
 		switch m.kind {
-		case "shared-owner", "lost-request", "lost-reply", "ctx-deadline":
+		case "shared-owner", "lost-request", "lost-reply", "ctx-deadline", "unlock-deadline":
 			w.shared(ctx, r, rng, m)
 		case "reenter-short-lease":
 			w.hold(ctx, r, rng, holdOpts{lk: w.locker(r.name, false), client: w.id, blocking: true, inner: m.shortLease})
@@ -79,14 +83,19 @@ func (w *worker) plain(ctx context.Context, r *round, rng *rand.Rand) {
 
 // holdOpts is how one hold is taken and used.
 type holdOpts struct {
-	lk       locker
-	client   int             // the goroutine, for porcupine's view
-	lockCtx  context.Context // the ctx given to Lock (may carry an owner); nil: the round's
-	timeout  time.Duration   // > 0: Lock's ctx ends after it (a deadline mid-acquire)
-	blocking bool
-	lease    time.Duration // explicit Lease; 0: the watchdog
-	maxWork  time.Duration // > 0: work at most this long
-	pause    *pauseRequest
+	lk      locker
+	client  int             // the goroutine, for porcupine's view
+	lockCtx context.Context // the ctx given to Lock (may carry an owner); nil: the round's
+	timeout time.Duration   // > 0: Lock's ctx ends after it (a deadline mid-acquire)
+	// unlockTimeout > 0: Unlock's ctx ends after it (a deadline with the
+	// release in flight); after an Unlock error the holder goes on
+	// writing while its Held's context is live, as a holder that trusts
+	// its context does.
+	unlockTimeout time.Duration
+	blocking      bool
+	lease         time.Duration // explicit Lease; 0: the watchdog
+	maxWork       time.Duration // > 0: work at most this long
+	pause         *pauseRequest
 	// nested: while holding, a goroutine given the Held's context
 	// re-enters, works and unlocks; join: the holder waits for it before
 	// its own Unlock (otherwise it may unlock while the re-entry is in
@@ -170,11 +179,31 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 	if o.pause == nil && o.client == w.id && o.lockCtx == nil {
 		w.sink.held(w.id, 0)
 	}
-	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-	ucall := r.hist.now()
+	ut := unlockTimeout
+	if o.unlockTimeout > 0 {
+		ut = o.unlockTimeout
+	}
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), ut)
+	ucall, ustart := r.hist.now(), time.Now()
 	err = h.Unlock(uctx)
-	r.hist.unlocked(x, ucall, r.hist.now(), err)
 	ucancel()
+	if err != nil && o.unlockTimeout > 0 {
+		r.unlockReturned(ustart, ut)
+		// A holder that trusts its context: while the context says the
+		// lock is still held (an Unlock that found its turn busy did
+		// not release it), it goes on writing for a while, then unlocks
+		// again without the short deadline.
+		until := time.Now().Add(retryUnlockAfter)
+		for time.Now().Before(until) && r.res.write(r.hist, x, h.Context(), false) {
+			work(h.Context(), time.Millisecond)
+		}
+		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		if again := h.Unlock(uctx); again == nil || !errors.Is(again, lock.ErrNotHeld) {
+			err = again
+		}
+		ucancel()
+	}
+	r.hist.unlocked(x, ucall, r.hist.now(), err)
 	r.hist.read(x.field)
 	nested.Wait()
 	return true
@@ -246,6 +275,9 @@ func (w *worker) shared(ctx context.Context, r *round, rng *rand.Rand, m workerM
 					blocking: grng.IntN(10) < blockingShare, nested: grng.IntN(3) == 0, join: grng.IntN(2) == 0, maxWork: sharedWork}
 				if m.kind == "ctx-deadline" {
 					o.blocking, o.timeout = true, randDuration(grng, m.lockTimeout[0], m.lockTimeout[1])
+				}
+				if m.kind == "unlock-deadline" {
+					o.unlockTimeout = randDuration(grng, m.unlockTimeout[0], m.unlockTimeout[1])
 				}
 				w.hold(ctx, r, grng, o)
 			}

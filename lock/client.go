@@ -41,7 +41,7 @@ type Client struct {
 	e          *env            // what its holds use (hold.go)
 	settleCtx  context.Context // ends settlers: cancelled by Close
 	stopSettle context.CancelFunc
-	settling   sync.WaitGroup // settlers of unsettled requests
+	settling   tally // settlers of unsettled requests, and UNSUBSCRIBEs
 
 	route route // which master owns a name
 
@@ -441,14 +441,21 @@ func (c *Client) Close(ctx context.Context) error {
 	case <-waited:
 	case <-ctx.Done():
 		errs = append(errs, wrapf(ctx.Err(), "close: waiting for calls in flight"))
-		<-waited // calls end promptly: they select on c.done
+		// Calls end within one command: they select on c.done, and a
+		// request in flight ends at its CommandTimeout. Not waiting for
+		// them would let one acquire after the releases below.
+		<-waited
 	}
 
 	// Background settlers stop (each within one command): Close settles
 	// what they left itself, briefly; a request that cannot be settled
 	// now expires with its lease.
 	c.stopSettle()
-	c.settling.Wait()
+	if n := c.settling.wait(ctx); n > 0 {
+		// Past Close's ctx: they end within one command (teardown joins
+		// their workers); what they did not settle expires with its lease.
+		errs = append(errs, wrapf(ctx.Err(), "close: %d settlers of requests whose answers were lost were still running", n))
+	}
 	c.mu.Lock()
 	holds := make([]*hold, 0, len(c.index))
 	for _, l := range c.index {

@@ -200,8 +200,9 @@ func (h *Held) ended() (bool, error) {
 // is free when it reaches 0 (one waiter is then woken, here or in a
 // Redisson service). A release whose reply is lost is asked again with
 // the same request id until ctx ends, and answered, not applied twice.
-// Unlock returns when ctx ends, even with its release in flight to a
-// master that does not answer: it then returns ErrUnavailable (the
+// Unlock returns when ctx ends (with Lock's exception for a cancelled
+// ctx), even with its release in flight to a master that does not
+// answer: it then returns ErrUnavailable (the
 // unlock is unconfirmed), the hold's context has ended with that error
 // as its cause, and the Client completes the release in the background:
 // it settles what the request did and releases the hold if it did not
@@ -258,6 +259,13 @@ func (l *hold) takeForUnlock(ctx context.Context, h *Held) (bool, error) {
 		return true, nil
 	}
 	err := l.take(ctx, l.e.done, h.ending())
+	if errors.Is(err, errLostWhileWaiting) {
+		if done, _ := h.ended(); !done {
+			// Given up by a concurrent Unlock meanwhile (giveUp), not
+			// ended: wait for its outcome as any second Unlock does.
+			err = l.take(ctx, l.e.done, h.ending())
+		}
+	}
 	if err == nil {
 		return true, nil
 	}
@@ -279,7 +287,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		return false, err
 	}
 	defer l.give()
-	if err := l.settle(ctx, stops{held: h, b: c.done}); err != nil {
+	if err := l.settle(ctx, stops{held: h, b: c.done, caller: true}); err != nil {
 		if done, herr := h.ended(); done {
 			return false, join(herr, err)
 		}
@@ -332,7 +340,8 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 // the turn, and returns Unlock's error. A refusal by the server changed
 // nothing. Otherwise the release may still run: it is recorded for the
 // settler, which finds out what it did and completes it; meanwhile the
-// hold is not renewed if it was the last, and its context ends when the
+// hold is not renewed if it was the last. Its context ends now (giveUp),
+// with the returned error as its cause; the Held itself ends when the
 // settler is done: plainly, or with a LostError if the lock was lost first
 // (or its lease is judged run out before an answer).
 func (l *hold) unconfirmed(h *Held, u *request, err error) error {

@@ -82,7 +82,7 @@ type env struct {
 	recordMin time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
 	latches   chan string     // answered releases' unlock latches, for the cleaner
 	settleCtx context.Context // ends settlers: cancelled by Close
-	settling  *sync.WaitGroup // settlers of unsettled requests, joined by Close
+	settling  *tally          // settlers of unsettled requests, waited for by Close within its ctx
 
 	at    func(name string) string // the master that owns name, for the watchdog
 	errAt func(name string) string // the node named in errors about name

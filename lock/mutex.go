@@ -123,7 +123,10 @@ func Fenced() Option {
 // Lock returns when ctx ends, even with a request in flight to a master
 // that does not answer: that request is settled in the background, and
 // a grant it may have made is released (or expires with its lease); a
-// fair Lock's place in the queue is left in the background too.
+// fair Lock's place in the queue is left in the background too. One
+// exception: a ctx cancelled (rather than past its deadline) while the
+// request is alone on its connection ends the call only at the request's
+// CommandTimeout, since rueidis bounds such a request by its deadline.
 //
 // May return ErrNotAcquired (joined with ctx's error), ErrClosed,
 // ErrUnavailable, ErrInvalid.
@@ -137,8 +140,11 @@ func (m *Mutex) Lock(ctx context.Context, opts ...Option) (*Held, error) {
 // TryLock returns when ctx ends, and otherwise, whatever the master does,
 // at the latest one CommandTimeout after it began, or after its Wait ran
 // out (with replica sync, plus the WAIT for replicas its request
-// carries): a request whose answer did not come by then is settled in
-// the background, as with Lock.
+// carries), plus, when an earlier request of its owner was left
+// unsettled, the settling of that one first (at most two
+// CommandTimeouts): a request whose answer did not come by then is
+// settled in the background, as with Lock (with Lock's exception for a
+// cancelled ctx).
 //
 // May return ErrNotAcquired, ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) TryLock(ctx context.Context, opts ...Option) (*Held, error) {
@@ -591,7 +597,7 @@ func (m *Mutex) attempt(ctx context.Context, l *hold, owner uint64, o options) (
 	// take: an outage is the caller's to ride out, not this attempt's.
 	if l.unsettled != nil { // (no timer for the common case)
 		sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
-		err := l.settle(sctx, stops{a: c.done})
+		err := l.settle(sctx, stops{a: c.done, caller: true})
 		cancel()
 		if err != nil {
 			return outcome{}, join(ErrNotAcquired, err)

@@ -39,7 +39,7 @@ type queue struct {
 // background (Close waits for them). hub and settling are set by newClient.
 type waitQueues struct {
 	hub      subscriber
-	settling *sync.WaitGroup
+	settling *tally
 	spawn    func(f func()) // runs f on one of the Client's workers
 	timeout  time.Duration  // one command's (Config.CommandTimeout)
 

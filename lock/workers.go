@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -119,8 +120,8 @@ func (wk *workers) leave(w *worker) bool {
 
 // spawn runs f on a worker: the Client's deferred work (a settler, an
 // UNSUBSCRIBE, a replica count, a slot table), which Close joins; inline
-// once Close stopped lending, when f finds the Client closed and returns
-// at once.
+// once Close stopped lending (no path of package lock spawns then; a
+// settler would take a free turn and give up after at most one send).
 func (wk *workers) spawn(f func()) {
 	if !wk.lend(f) {
 		f()
@@ -135,4 +136,50 @@ func (wk *workers) close() {
 	if wk.stop != nil {
 		close(wk.stop)
 	}
+}
+
+// tally counts work in flight that Close waits for within its ctx (the
+// settlers): a sync.WaitGroup whose wait can end with a ctx, without a
+// goroutine.
+type tally struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // made by a wait; closed when n drops to 0
+}
+
+// Add adds d to the count.
+func (t *tally) Add(d int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n += d
+	if t.n == 0 && t.zero != nil {
+		close(t.zero)
+		t.zero = nil
+	}
+}
+
+// Done takes one from the count.
+func (t *tally) Done() { t.Add(-1) }
+
+// wait waits until the count is 0 or ctx ends, and reports how many are
+// still counted (0 when it ended waiting for none).
+func (t *tally) wait(ctx context.Context) int {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.mu.Unlock()
+		return 0
+	}
+	if t.zero == nil {
+		t.zero = make(chan struct{})
+	}
+	z := t.zero
+	t.mu.Unlock()
+	select {
+	case <-z:
+		return 0
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
 }
