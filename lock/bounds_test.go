@@ -88,6 +88,19 @@ func checkBound(t *testing.T, what string, r returned, end time.Time, bound time
 	return over
 }
 
+// freeWithinALease checks that other is granted the lock n within one
+// lease of now (the master just resumed), and releases it.
+func freeWithinALease(t *testing.T, other *lock.Client, n string, lease time.Duration) {
+	t.Helper()
+	released := time.Now()
+	g, err := other.Mutex(n).TryLock(bg(), lock.Wait(lease+time.Second))
+	if err != nil {
+		t.Fatalf("the lock was not free within one lease (%v) of the master's resumption: %v", lease, err)
+	}
+	t.Logf("another Client was granted the lock %v after the master resumed", time.Since(released).Round(time.Millisecond))
+	must(t, g.Unlock(bg()))
+}
+
 // pause stops srv (SIGSTOP) and returns a func that resumes it; the
 // server is resumed when the test ends in any case.
 func pause(t *testing.T, srv *integration.Server) func() {
@@ -368,13 +381,7 @@ func TestBoundAcquireWhoseCtxEndsInFlight(t *testing.T) {
 			resume()
 			// Whatever the acquire left once the master ran it is released
 			// or expires within one lease.
-			released := time.Now()
-			g, err := other.Mutex(n).TryLock(bg(), lock.Wait(lease+time.Second))
-			if err != nil {
-				t.Fatalf("the lock was not free within one lease (%v) of the master's resumption: %v", lease, err)
-			}
-			t.Logf("another Client was granted the lock %v after the master resumed", time.Since(released).Round(time.Millisecond))
-			must(t, g.Unlock(bg()))
+			freeWithinALease(t, other, n, lease)
 		})
 	}
 }
@@ -414,13 +421,7 @@ func TestBoundUnlockWhoseCtxEndsInFlight(t *testing.T) {
 		t.Errorf("the Held's context was not done when its Unlock returned %v", r.err)
 	}
 	resume()
-	released := time.Now()
-	g, err := other.Mutex(n).TryLock(bg(), lock.Wait(lease+time.Second))
-	if err != nil {
-		t.Fatalf("the lock was not free within one lease (%v) of the master's resumption: %v", lease, err)
-	}
-	t.Logf("another Client was granted the lock %v after the master resumed", time.Since(released).Round(time.Millisecond))
-	must(t, g.Unlock(bg()))
+	freeWithinALease(t, other, n, lease)
 }
 
 // ForceUnlock whose ctx ends while its request is in flight (the master

@@ -225,11 +225,9 @@ func (l *hold) leaveFair(ctx context.Context, fw *fairWait, until time.Time) (ot
 		return true
 	}
 	defer l.give()
-	l.leftFair(fw)
-	if l.fair.queued > 0 {
+	if l.leftLast(fw) {
 		return true
 	}
-	l.setLeave(true)
 	if l.settle(tctx, stops{}) != nil {
 		l.finishLater(nil)
 		return false
@@ -238,6 +236,18 @@ func (l *hold) leaveFair(ctx context.Context, fw *fairWait, until time.Time) (ot
 	if l.leaveNow(tctx, stops{}) != nil {
 		l.finishLater(nil)
 	}
+	return false
+}
+
+// leftLast uncounts fw, holding the turn, and, when it was the field's
+// last queued acquisition, records the field's leave as pending; it
+// reports whether others of the field are still queued.
+func (l *hold) leftLast(fw *fairWait) (others bool) {
+	l.leftFair(fw)
+	if l.fair.queued > 0 {
+		return true
+	}
+	l.setLeave(true)
 	return false
 }
 
@@ -252,11 +262,9 @@ func (l *hold) leaveFairLater(fw *fairWait, closing bool) (others bool) {
 		return true
 	}
 	defer l.give()
-	l.leftFair(fw)
-	if l.fair.queued > 0 {
+	if l.leftLast(fw) {
 		return true
 	}
-	l.setLeave(true)
 	if !closing {
 		l.finishLater(nil)
 	}
