@@ -589,3 +589,68 @@ func TestBoundLockSettlesWithinItsCtx(t *testing.T) {
 	checkBound(t, "Lock finding an unsettled request", r, end, boundSlack)
 	resume()
 }
+
+// R3-10: a waiter's Lock on a FromClient Client whose blocking pool
+// (BlockingPoolSize 1) is in use by the application's BLPOP returns
+// within its ctx: the pub/sub hub does not wait for that pool.
+func TestBoundLockBesideABusyBlockingPool(t *testing.T) {
+	rc := poolOfOne(t)
+	direct := raw(t)
+	n := name(t)
+	queueKey := n + ":queue"
+	blctx, stopConsumer := context.WithCancel(bg())
+	consumer := goCall(func() error { return rc.Do(blctx, rc.B().Blpop().Key(queueKey).Timeout(0).Build()).Error() })
+	unblock := func() {
+		_ = do(t, direct, "LPUSH", queueKey, "end").Error()
+		stopConsumer()
+	}
+	defer func() {
+		unblock()
+		select {
+		case <-consumer:
+		case <-time.After(10 * time.Second):
+			t.Error("the application's BLPOP did not end")
+		}
+	}()
+	// Wait until the BLPOP blocks on the server.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := do(t, direct, "INFO", "clients").ToString()
+		must(t, err)
+		if !strings.Contains(info, "blocked_clients:0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the application's BLPOP did not block")
+		}
+		time.Sleep(5 * time.Millisecond) // polled: no signal for "blocked on the server"
+	}
+
+	holder := newClient(t, lock.Config{})
+	h, err := holder.Mutex(n).Lock(bg())
+	must(t, err)
+	defer func() { _ = h.Unlock(bg()) }()
+	c, err := lock.FromClient(rc, lock.Config{})
+	must(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	ctx, cancel := context.WithTimeout(bg(), time.Second)
+	defer cancel()
+	end, _ := ctx.Deadline()
+	call := goCall(func() error {
+		g, err := c.Mutex(n).Lock(ctx)
+		if err == nil {
+			_ = g.Unlock(bg())
+			return errors.New("granted")
+		}
+		return err
+	})
+	r := awaitCall(t, "Lock beside a busy blocking pool", call, end, unblock)
+	checkBound(t, "Lock beside a busy blocking pool", r, end, boundSlack)
+	if !r.late && (!errors.Is(r.err, lock.ErrNotAcquired) || !errors.Is(r.err, context.DeadlineExceeded)) {
+		t.Errorf("Lock of a held lock beside a busy blocking pool = %v, want ErrNotAcquired with context.DeadlineExceeded", r.err)
+	}
+}

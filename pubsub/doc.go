@@ -32,7 +32,9 @@
 // subscribed), and one the server dropped on its own.
 //
 // The connection is a rueidis dedicated connection with pub/sub hooks
-// (Dedicate + SetPubSubHooks), chosen over Receive because channels come
+// (Dedicate + SetPubSubHooks), opened by the background goroutine (Dedicate
+// takes no ctx: a Subscribe waits for the confirmation within its own),
+// chosen over Receive because channels come
 // and go as waiters do and because a broken connection must be observed:
 // Receive re-subscribes silently, so a message lost during the gap would
 // leave its waiter asleep until the lock's lease ran out.

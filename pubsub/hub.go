@@ -160,17 +160,22 @@ func (h *Hub) unlockSub() { <-h.sub }
 // the channel in the background: a SUBSCRIBE the server still carries out
 // is followed by UNSUBSCRIBE, unless other waiters need the channel.
 //
+// With no connection yet (the first Subscribe, or one after a break),
+// the background goroutine connects and subscribes, and Subscribe waits
+// for the server's confirmation within ctx: rueidis's Dedicate, which
+// opens the connection, takes no ctx, and on a client given to
+// FromClient it waits for the application's blocking pool (R3-10).
+//
 // May return ErrClosed, ctx's error, or the subscription's error.
 func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 	if err := h.lockSub(ctx); err != nil {
 		return nil, err
 	}
-	defer h.unlockSub()
-
 	w := &Waiter{h: h, name: name, c: make(chan Reason, 1)}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		h.unlockSub()
 		return nil, ErrClosed
 	}
 	ch := h.channels[name]
@@ -180,7 +185,16 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 	}
 	ch.waiters = append(ch.waiters, w)
 	ready := ch.subscribed && h.conn != nil
+	connected := h.conn != nil
+	if !ready && !connected {
+		h.dirtyLocked(name) // the background connects and subscribes it
+	}
 	h.mu.Unlock()
+	if !ready && !connected {
+		h.unlockSub()
+		return h.awaitConfirmed(ctx, w)
+	}
+	defer h.unlockSub()
 	if ready {
 		return w, nil
 	}
@@ -191,6 +205,26 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// awaitConfirmed waits, within ctx, for the background goroutine to have
+// w's channel confirmed by the server, which wakes w (Reconnect); a
+// Message wake-up that came first is kept for w's owner. When ctx ends or
+// the Hub closes first, w leaves its channel.
+func (h *Hub) awaitConfirmed(ctx context.Context, w *Waiter) (*Waiter, error) {
+	select {
+	case r := <-w.c:
+		if r != Reconnect {
+			w.signal(r)
+		}
+		return w, nil
+	case <-ctx.Done():
+		w.Close()
+		return nil, ctx.Err()
+	case <-h.stop:
+		w.Close()
+		return nil, ErrClosed
+	}
 }
 
 // subscribeLocked connects when needed and subscribes every channel with
