@@ -447,6 +447,17 @@ func (c *Client) Close(ctx context.Context) error {
 		<-waited
 	}
 
+	// The holds are listed before the settlers stop: a settler stopped
+	// while it released a hold nobody has (a grant of an acquire cut by
+	// its ctx) leaves it with a count but no request to settle, and the
+	// map forgets such a hold when its last user leaves; Close releases
+	// what it left.
+	c.mu.Lock()
+	holds := make([]*hold, 0, len(c.index))
+	for _, l := range c.index {
+		holds = append(holds, l)
+	}
+	c.mu.Unlock()
 	// Background settlers stop (each within one command): Close settles
 	// what they left itself, briefly; a request that cannot be settled
 	// now expires with its lease.
@@ -456,12 +467,6 @@ func (c *Client) Close(ctx context.Context) error {
 		// their workers); what they did not settle expires with its lease.
 		errs = append(errs, wrapf(ctx.Err(), "close: %d settlers of requests whose answers were lost were still running", n))
 	}
-	c.mu.Lock()
-	holds := make([]*hold, 0, len(c.index))
-	for _, l := range c.index {
-		holds = append(holds, l)
-	}
-	c.mu.Unlock()
 	for _, l := range holds {
 		if err := l.closeHold(ctx); err != nil {
 			errs = append(errs, err)
