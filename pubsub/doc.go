@@ -33,7 +33,7 @@
 //
 // The connection is a rueidis dedicated connection with pub/sub hooks
 // (Dedicate + SetPubSubHooks), opened by the background goroutine (Dedicate
-// takes no ctx: a Subscribe waits for the confirmation within its own),
+// takes no ctx: a Subscribe waits for the connection within its own),
 // chosen over Receive because channels come
 // and go as waiters do and because a broken connection must be observed:
 // Receive re-subscribes silently, so a message lost during the gap would

@@ -88,6 +88,10 @@ type Hub struct {
 	channels map[string]*channel
 	dirty    map[string]bool // channels for the background goroutine
 	worker   bool            // the background goroutine was started
+	// wantConn: a Subscribe waits for a connection, which the background
+	// goroutine opens; connWait is closed when one is set.
+	wantConn bool
+	connWait chan struct{}
 	// reconnecting: the connection broke and its watch goroutine will
 	// reconnect and re-subscribe, unless a Subscribe connects first.
 	reconnecting bool
@@ -161,21 +165,25 @@ func (h *Hub) unlockSub() { <-h.sub }
 // is followed by UNSUBSCRIBE, unless other waiters need the channel.
 //
 // With no connection yet (the first Subscribe, or one after a break),
-// the background goroutine connects and subscribes, and Subscribe waits
-// for the server's confirmation within ctx: rueidis's Dedicate, which
-// opens the connection, takes no ctx, and on a client given to
-// FromClient it waits for the application's blocking pool (R3-10).
+// the background goroutine opens it, and Subscribe waits for it within
+// ctx: rueidis's Dedicate, which opens it, takes no ctx, and on a client
+// given to FromClient it waits for the application's blocking pool
+// (R3-10).
 //
 // May return ErrClosed, ctx's error, or the subscription's error.
 func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
+	if err := h.connected(ctx); err != nil {
+		return nil, err
+	}
 	if err := h.lockSub(ctx); err != nil {
 		return nil, err
 	}
+	defer h.unlockSub()
+
 	w := &Waiter{h: h, name: name, c: make(chan Reason, 1)}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		h.unlockSub()
 		return nil, ErrClosed
 	}
 	ch := h.channels[name]
@@ -185,16 +193,7 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 	}
 	ch.waiters = append(ch.waiters, w)
 	ready := ch.subscribed && h.conn != nil
-	connected := h.conn != nil
-	if !ready && !connected {
-		h.dirtyLocked(name) // the background connects and subscribes it
-	}
 	h.mu.Unlock()
-	if !ready && !connected {
-		h.unlockSub()
-		return h.awaitConfirmed(ctx, w)
-	}
-	defer h.unlockSub()
 	if ready {
 		return w, nil
 	}
@@ -207,24 +206,33 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 	return w, nil
 }
 
-// awaitConfirmed waits, within ctx, for the background goroutine to have
-// w's channel confirmed by the server, which wakes w (Reconnect); a
-// Message wake-up that came first is kept for w's owner. When ctx ends or
-// the Hub closes first, w leaves its channel.
-func (h *Hub) awaitConfirmed(ctx context.Context, w *Waiter) (*Waiter, error) {
-	select {
-	case r := <-w.c:
-		if r != Reconnect {
-			w.signal(r)
+// connected waits, within ctx, until the Hub has a connection, having
+// the background goroutine open one when it has none.
+func (h *Hub) connected(ctx context.Context) error {
+	h.mu.Lock()
+	for h.conn == nil {
+		if h.closed {
+			h.mu.Unlock()
+			return ErrClosed
 		}
-		return w, nil
-	case <-ctx.Done():
-		w.Close()
-		return nil, ctx.Err()
-	case <-h.stop:
-		w.Close()
-		return nil, ErrClosed
+		if h.connWait == nil {
+			h.connWait = make(chan struct{})
+		}
+		c := h.connWait
+		h.wantConn = true
+		h.wakeLocked()
+		h.mu.Unlock()
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.stop:
+			return ErrClosed
+		}
+		h.mu.Lock()
 	}
+	h.mu.Unlock()
+	return nil
 }
 
 // subscribeLocked connects when needed and subscribes every channel with
@@ -356,6 +364,12 @@ func (h *Hub) dirtyLocked(name string) {
 		return
 	}
 	h.dirty[name] = true
+	h.wakeLocked()
+}
+
+// wakeLocked starts the background goroutine if needed and gives it
+// work. The caller holds h.mu.
+func (h *Hub) wakeLocked() {
 	if !h.worker {
 		h.worker = true
 		h.wg.Add(1)
@@ -380,7 +394,8 @@ func (h *Hub) background() {
 	}
 }
 
-// settle does the work queued by dirtyLocked: UNSUBSCRIBE for channels
+// settle does the work queued by dirtyLocked and connected: a connection
+// a Subscribe waits for, UNSUBSCRIBE for channels
 // left without waiters, and a subscription of every channel with waiters
 // that is not subscribed when one of them was queued. When that
 // subscription fails other than by a moved slot, it closes the connection:
@@ -390,6 +405,13 @@ func (h *Hub) settle(ctx context.Context) error {
 		return err
 	}
 	defer h.unlockSub()
+	h.mu.Lock()
+	want := h.wantConn && h.conn == nil
+	h.wantConn = false
+	h.mu.Unlock()
+	if want {
+		_, _ = h.connectLocked() // for the Subscribes that wait (connected)
+	}
 	h.mu.Lock()
 	var unsub []string
 	resub := false
@@ -486,6 +508,10 @@ func (h *Hub) connectLocked() (rueidis.DedicatedClient, error) {
 		return nil, ErrClosed
 	}
 	h.conn = conn
+	if h.connWait != nil {
+		close(h.connWait) // Subscribes waiting for a connection
+		h.connWait = nil
+	}
 	h.reconnecting = false
 	h.mu.Unlock()
 	h.wg.Add(1)
