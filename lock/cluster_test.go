@@ -196,8 +196,21 @@ func clusterWatchdog(t *testing.T, env *clusterEnv) {
 		}
 	}
 	// Wait for a tick that saw all of them; then several more leases.
+	// Bounded: a hold lost meanwhile would leave every later tick short
+	// (the CI run of f67f204 hung here for 12 minutes, once).
+	deadline := time.After(30 * time.Second)
 	for full := 0; full < 10; {
-		e := <-tk
+		var e observe.Renew
+		select {
+		case e = <-tk:
+		case <-deadline:
+			for _, h := range helds {
+				if h.Context().Err() != nil {
+					t.Errorf("%s lost: %v", h.Name(), context.Cause(h.Context()))
+				}
+			}
+			t.Fatalf("no ten ticks renewing all %d locks within 30 s (%d so far)", len(helds), full)
+		}
 		if e.Renewed < len(helds) {
 			continue
 		}

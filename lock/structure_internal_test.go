@@ -198,15 +198,15 @@ const maxGoroutineFunctions = 10
 // place ("package: function: what it runs") and who owns and joins it.
 // A go statement not in it fails TestGoroutineTable.
 var goroutines = map[string]string{
-	"lock: lend: wk.run":                "a Client's worker (settlers, UNSUBSCRIBEs, replica counts, slot tables, multilock's per-master calls); Close stops lending and joins it (c.bg)",
-	"lock: start: c.wd.Run":             "the Client's watchdog loop; Close stops it and joins it (c.bg)",
-	"lock: start: c.cleaner.run":        "the Client's latch cleaner; Close stops it and joins it (c.bg)",
-	"lock: start: c.followMaster":       "a Sentinel Client's master follower; Close stops it and joins it (c.bg)",
-	"lock: Close: c.teardown":           "Close's join of the background goroutines and close of the connections; Close waits for it within its ctx, after which it ends by itself (rueidis closes a silent connection within a second)",
-	"pubsub: dirtyLocked: h.background": "a Hub's subscribe/unsubscribe worker; Hub.Close joins it (h.wg)",
-	"pubsub: connectLocked: h.watch":    "a Hub connection's watcher, which reconnects; Hub.Close joins it (h.wg)",
-	"pubsub: hubAtLocked: s.rehome":     "Shards' move of a Hub's waiters to a slot's new master; Shards.Close joins it (s.wg)",
-	"watchdog: send: func literal":      "a renewal round trip given up on by its tick; Run joins it before it returns (r.strays)",
+	"lock: lend: wk.run":               "a Client's worker (settlers, UNSUBSCRIBEs, replica counts, slot tables, multilock's per-master calls); Close stops lending and joins it (c.bg)",
+	"lock: start: c.wd.Run":            "the Client's watchdog loop; Close stops it and joins it (c.bg)",
+	"lock: start: c.cleaner.run":       "the Client's latch cleaner; Close stops it and joins it (c.bg)",
+	"lock: start: c.followMaster":      "a Sentinel Client's master follower; Close stops it and joins it (c.bg)",
+	"lock: Close: c.teardown":          "Close's join of the background goroutines and close of the connections; Close waits for it within its ctx, after which it ends by itself (rueidis closes a silent connection within a second)",
+	"pubsub: wakeLocked: h.background": "a Hub's subscribe/unsubscribe worker; Hub.Close joins it (h.wg)",
+	"pubsub: connectLocked: h.watch":   "a Hub connection's watcher, which reconnects; Hub.Close joins it (h.wg)",
+	"pubsub: hubAtLocked: s.rehome":    "Shards' move of a Hub's waiters to a slot's new master; Shards.Close joins it (s.wg)",
+	"watchdog: send: func literal":     "a renewal round trip given up on by its tick; Run joins it before it returns (r.strays)",
 }
 
 // goStatements lists the go statements of the non-test files of dir as
