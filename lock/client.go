@@ -47,8 +47,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed bool
-	ops    int           // calls in flight (enter, exit)
-	idle   chan struct{} // made by Close: closed when ops is 0
+	ops    tally // calls in flight (enter, exit)
 	index  map[holdKey]*hold
 	queues waitQueues
 
@@ -385,18 +384,11 @@ func (c *Client) enter() error {
 	if c.closed {
 		return ErrClosed
 	}
-	c.ops++
+	c.ops.Add(1) // under c.mu: Close, which sets closed under it, then waits for this call
 	return nil
 }
 
-func (c *Client) exit() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ops--
-	if c.ops == 0 && c.idle != nil {
-		close(c.idle)
-	}
-}
+func (c *Client) exit() { c.ops.Done() }
 
 // cmdCtx bounds one command by the caller's ctx and CommandTimeout.
 func (e *env) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -426,25 +418,17 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	close(c.done)
-	waited := make(chan struct{})
-	if c.ops == 0 {
-		close(waited)
-	} else {
-		c.idle = waited
-	}
 	c.mu.Unlock()
 
 	// Calls in flight see done and return; wait for them so that none
 	// acquires after the release below.
 	var errs []error
-	select {
-	case <-waited:
-	case <-ctx.Done():
+	if c.ops.wait(ctx) > 0 {
 		errs = append(errs, wrapf(ctx.Err(), "close: waiting for calls in flight"))
 		// Calls end within one command: they select on c.done, and a
 		// request in flight ends at its CommandTimeout. Not waiting for
 		// them would let one acquire after the releases below.
-		<-waited
+		c.ops.wait(context.Background())
 	}
 
 	// The holds are listed before the settlers stop: a settler stopped

@@ -138,9 +138,9 @@ func (wk *workers) close() {
 	}
 }
 
-// tally counts work in flight that Close waits for within its ctx (the
-// settlers): a sync.WaitGroup whose wait can end with a ctx, without a
-// goroutine.
+// tally counts work in flight that Close waits for (the calls in flight,
+// the settlers): a sync.WaitGroup whose wait can end with a ctx, without
+// a goroutine.
 type tally struct {
 	mu   sync.Mutex
 	n    int
