@@ -76,6 +76,20 @@ func awaitCall(t *testing.T, what string, ch <-chan returned, end time.Time, unb
 	}
 }
 
+// goAcquire runs acquire on a goroutine of its own, like goCall: a grant
+// is released at once and returned as an error saying "granted" (the
+// calls under test must not be granted).
+func goAcquire(acquire func() (*lock.Held, error)) <-chan returned {
+	return goCall(func() error {
+		g, err := acquire()
+		if err == nil {
+			_ = g.Unlock(bg())
+			return errors.New("granted")
+		}
+		return err
+	})
+}
+
 // checkBound reports how long after end the call returned, and fails the
 // test when that is more than bound past end.
 func checkBound(t *testing.T, what string, r returned, end time.Time, bound time.Duration) time.Duration {
@@ -189,13 +203,8 @@ func TestBoundCloseWithAFairWaiterWhileTheMasterIsStopped(t *testing.T) {
 	must(t, err)
 	wctx, cancelWaiter := context.WithTimeout(bg(), 60*time.Second)
 	defer cancelWaiter()
-	waiter := goCall(func() error {
-		g, err := c.FairMutex(n).Lock(wctx)
-		if err == nil {
-			_ = g.Unlock(bg())
-			return errors.New("granted")
-		}
-		return err
+	waiter := goAcquire(func() (*lock.Held, error) {
+		return c.FairMutex(n).Lock(wctx)
 	})
 	awaitQueued(t, rc, n, 1)
 	joined := time.Now()
@@ -284,19 +293,11 @@ func TestBoundLockWhoseCtxEndsWhileTheMasterIsStopped(t *testing.T) {
 			defer cancel()
 			waitFor := time.Second
 			start := time.Now()
-			waiter := goCall(func() error {
-				var g *lock.Held
-				var err error
+			waiter := goAcquire(func() (*lock.Held, error) {
 				if wait {
-					g, err = mutex(c).TryLock(ctx, lock.Wait(waitFor))
-				} else {
-					g, err = mutex(c).Lock(ctx)
+					return mutex(c).TryLock(ctx, lock.Wait(waitFor))
 				}
-				if err == nil {
-					_ = g.Unlock(bg())
-					return errors.New("granted")
-				}
-				return err
+				return mutex(c).Lock(ctx)
 			})
 			if fair {
 				awaitQueued(t, rc, n, 1)
@@ -359,19 +360,11 @@ func TestBoundAcquireWhoseCtxEndsInFlight(t *testing.T) {
 			ctx, cancel := context.WithTimeout(bg(), 100*time.Millisecond)
 			defer cancel()
 			end, _ := ctx.Deadline()
-			call := goCall(func() error {
-				var g *lock.Held
-				var err error
+			call := goAcquire(func() (*lock.Held, error) {
 				if blocking {
-					g, err = c.Mutex(n).Lock(ctx)
-				} else {
-					g, err = c.Mutex(n).TryLock(ctx)
+					return c.Mutex(n).Lock(ctx)
 				}
-				if err == nil {
-					_ = g.Unlock(bg())
-					return errors.New("granted")
-				}
-				return err
+				return c.Mutex(n).TryLock(ctx)
 			})
 			r := awaitCall(t, what+" in flight, master stopped", call, end, resume)
 			checkBound(t, what+" in flight, master stopped", r, end, boundSlack)
@@ -498,13 +491,8 @@ func TestBoundTryLockWithinOneCommandTimeout(t *testing.T) {
 	warm(t, c)
 	resume := pause(t, srv)
 	start := time.Now()
-	call := goCall(func() error {
-		g, err := c.Mutex(name(t)).TryLock(bg())
-		if err == nil {
-			_ = g.Unlock(bg())
-			return errors.New("granted")
-		}
-		return err
+	call := goAcquire(func() (*lock.Held, error) {
+		return c.Mutex(name(t)).TryLock(bg())
 	})
 	end := start.Add(timeout) // its bound: one CommandTimeout
 	r := awaitCall(t, "TryLock on a stopped master", call, end, resume)
@@ -577,13 +565,8 @@ func TestBoundLockSettlesWithinItsCtx(t *testing.T) {
 	ctx, cancel := context.WithTimeout(octx, 100*time.Millisecond)
 	defer cancel()
 	end, _ := ctx.Deadline()
-	call := goCall(func() error {
-		g, err := c.Mutex(n).Lock(ctx)
-		if err == nil {
-			_ = g.Unlock(bg())
-			return errors.New("granted")
-		}
-		return err
+	call := goAcquire(func() (*lock.Held, error) {
+		return c.Mutex(n).Lock(ctx)
 	})
 	r := awaitCall(t, "Lock finding an unsettled request", call, end, resume)
 	checkBound(t, "Lock finding an unsettled request", r, end, boundSlack)
@@ -640,13 +623,8 @@ func TestBoundLockBesideABusyBlockingPool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg(), time.Second)
 	defer cancel()
 	end, _ := ctx.Deadline()
-	call := goCall(func() error {
-		g, err := c.Mutex(n).Lock(ctx)
-		if err == nil {
-			_ = g.Unlock(bg())
-			return errors.New("granted")
-		}
-		return err
+	call := goAcquire(func() (*lock.Held, error) {
+		return c.Mutex(n).Lock(ctx)
 	})
 	r := awaitCall(t, "Lock beside a busy blocking pool", call, end, unblock)
 	checkBound(t, "Lock beside a busy blocking pool", r, end, boundSlack)

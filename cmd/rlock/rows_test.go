@@ -235,11 +235,11 @@ func TestSayMasterMovesBeforeTheFirstRenewal(t *testing.T) {
 	var out lockedBuilder
 	var seen []string
 	o, from := sayMasterMoves(&observe.Observer{Renew: func(e observe.Renew) { seen = append(seen, e.Addr) }}, "n", &out)
-	from("10.0.0.1:6379")
-	from("10.0.0.9:6379") // only the first Client's master counts
-	o.Renew(observe.Renew{Addr: "10.0.0.2:6379"})
-	o.Renew(observe.Renew{Addr: "10.0.0.2:6379"})
-	want := `rlock: lock "n": master moved from 10.0.0.1:6379 to 10.0.0.2:6379 (a Sentinel failover); the watchdog renews it there` + "\n"
+	from("127.0.0.11:6379")
+	from("127.0.0.19:6379") // only the first Client's master counts
+	o.Renew(observe.Renew{Addr: "127.0.0.12:6379"})
+	o.Renew(observe.Renew{Addr: "127.0.0.12:6379"})
+	want := `rlock: lock "n": master moved from 127.0.0.11:6379 to 127.0.0.12:6379 (a Sentinel failover); the watchdog renews it there` + "\n"
 	if out.String() != want || len(seen) != 2 {
 		t.Fatalf("said %q (the base observer saw %d renewals), want %q once", out.String(), len(seen), want)
 	}
