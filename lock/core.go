@@ -70,5 +70,9 @@ func (m *Mutex) watch(ctx context.Context) (*pubsub.Waiter, error) {
 	if err != nil {
 		return nil, masterErr(c.route.errAt(m.name), "subscribe", err)
 	}
+	// A multi-master lock's waiter watches beside this Client's own
+	// waiters of the name: it takes none of their wake-ups, and sees every
+	// release (pubsub.Waiter.WakeOnEvery).
+	w.WakeOnEvery()
 	return w, nil
 }

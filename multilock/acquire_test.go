@@ -254,7 +254,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"none", multilock.NewRedLock()},
 		{"nil mutex", multilock.NewRedLock(m0, nil)},
-		{"same client", multilock.NewMultiLock(m0, cs[0].Mutex("c"))},
+		{"RedLock, same client", multilock.NewRedLock(m0, cs[0].Mutex("c"))},
+		{"MultiLock, name twice", multilock.NewMultiLock(m0, cs[0].Mutex("a"))},
 		{"nil lock", nil},
 		{"bad name", multilock.NewRedLock(m0, cs[1].Mutex(""))},
 	} {

@@ -1,8 +1,8 @@
-// Package multilock holds one lock over several independent Redis
-// masters: NewRedLock (the Redlock algorithm: a majority of the masters)
-// and NewMultiLock (every master, Redisson's RedissonMultiLock). It is
-// composed of lock.Mutex values, one per master, each from its own
-// lock.Client:
+// Package multilock holds one lock over several Redis locks: NewRedLock
+// (the Redlock algorithm: a majority of independent masters) and
+// NewMultiLock (every one of them, Redisson's RedissonMultiLock). It is
+// composed of lock.Mutex values. A RedLock takes one per master, each
+// from its own lock.Client:
 //
 //	var ms []*lock.Mutex
 //	for _, addr := range addrs { // five independent masters
@@ -14,6 +14,16 @@
 //	h, err := l.Lock(ctx)
 //	defer h.Unlock(context.Background())
 //
+// A MultiLock also takes several names of one Client, as Redisson's
+// getMultiLock(a, b, c) on one RedissonClient: an order and its account
+// locked together, all or nothing, on one master or, on a Cluster Client,
+// on the masters that own the names:
+//
+//	l := multilock.NewMultiLock(c.Mutex("order:42"), c.Mutex("account:7"))
+//
+// (Mutexes of other Clients may be mixed in; a name may not be given twice
+// on one master.)
+//
 // Lock and TryLock take lock's options (lock.Lease, lock.Wait,
 // lock.Fenced), which mean for the whole lock what they mean for one
 // Mutex, and this package's own: Drift, PerMasterTimeout and Observe. A
@@ -22,7 +32,13 @@
 //
 // On each master the lock is Redisson's RLock, so a Java service using
 // Redisson's RedissonRedLock or RedissonMultiLock on the same names and
-// masters excludes and wakes Go services and the reverse.
+// masters excludes and wakes Go services and the reverse. Each of the
+// names of a MultiLock is also the plain lock of that name: a lock.Mutex,
+// or Redisson's getLock, of one of them excludes the MultiLock.
+//
+// In this package's words a "master" is one Mutex of the lock (for a
+// RedLock, one master each); a MultiLock over names of one Client has
+// several on one master, and its errors call them "locks".
 //
 // # The algorithm
 //
@@ -55,7 +71,8 @@
 // # Waiting
 //
 // Waiters of one process for one lock (the same names of the same kind on
-// the same Clients, whatever *Lock they call) wait in a local FIFO queue:
+// the same Clients, in whatever order, whatever *Lock they call) wait in a
+// local FIFO queue:
 // only its head runs rounds, so the process sends one contender per name,
 // and a release by the process lets the next waiter try at once.
 // Re-entries and TryLock without lock.Wait do not queue. Readers (every
@@ -76,7 +93,12 @@
 // lock of fair locks excludes but is not granted in FIFO order, and while
 // fair waiters keep a member's queue non-empty it cannot get that member
 // at all: it can starve. (Redisson's MultiLock joins the members' queues
-// for the wait it was given.) Rounds that failed for another reason (a
+// for the wait it was given.) Locks that share only some names (a
+// MultiLock over a, b, c and one over d, c, b) have queues of their own,
+// and never deadlock, whatever order their names were given in: a round
+// takes every name at once or gives back what it got before the next one,
+// so no waiter keeps a name while it waits for another; the two queues'
+// heads contend as two processes would. Rounds that failed for another reason (a
 // slow or failed master) retry after a random delay, and so do rounds
 // that collided with other contenders woken by the same release.
 //
@@ -84,7 +106,8 @@
 //
 // With the lock.Fenced option Held.Fence returns a token that strictly
 // increases across acquisitions of the name, written back to the masters
-// before Lock returns. Held.Fence says what it protects and what not;
+// before Lock returns. A MultiLock over several names has a token per
+// name, Held.FenceOf(name), each name's own counter's. Held.Fence says what it protects and what not;
 // docs/safety.md states the algorithm's assumptions (bounded clock drift;
 // masters that do not lose acknowledged writes, or stay away longer than
 // the longest lease after a restart) and what a single master guarantees.

@@ -127,3 +127,43 @@ func ExampleHeld_Fence() {
 	// token increased: true
 	// token increased: true
 }
+
+// Redisson's getMultiLock(order, account) on one client: several names of
+// one Client, locked together, all or nothing. On a Cluster Client the
+// names may live on different masters.
+func ExampleNewMultiLock() {
+	ctx := context.Background()
+	c, err := lock.New(ctx, lock.Config{Addrs: []string{shared[0].Addr()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close(ctx)
+
+	l := multilock.NewMultiLock(c.Mutex("example:order:42"), c.Mutex("example:account:7"))
+	h, err := l.Lock(ctx, lock.Fenced())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("held on both:", h.Masters() == 2)
+	// Each name has its own fencing token, its own counter's: send each
+	// with the writes to the resource it guards.
+	fmt.Println("tokens:", h.FenceOf("example:order:42") > 0, h.FenceOf("example:account:7") > 0)
+
+	// Another owner's lock of one of the names waits for the MultiLock.
+	_, err = c.Mutex("example:account:7").TryLock(ctx)
+	fmt.Println("account taken by another owner:", errors.Is(err, lock.ErrNotAcquired))
+	if err := h.Unlock(ctx); err != nil {
+		fmt.Println(err)
+	}
+
+	// A name given twice is refused.
+	_, err = multilock.NewMultiLock(c.Mutex("example:order:42"), c.Mutex("example:order:42")).Lock(ctx)
+	fmt.Println("name twice:", errors.Is(err, lock.ErrInvalid))
+	// Output:
+	// held on both: true
+	// tokens: true true
+	// account taken by another owner: true
+	// name twice: true
+}

@@ -2,6 +2,7 @@ package multilock
 
 import (
 	"context"
+	"slices"
 
 	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/reentrant"
@@ -46,27 +47,68 @@ import (
 // and f of those lost their counters, a later quorum of q still has an
 // intact one while f < W + q − N (docs/safety.md, section 3), and no more.
 
-// fence returns the token of a round that has its quorum, after writing
-// it back as above. Raises beyond the quorum finish in the background.
-func (c *call) fence(ctx context.Context, grants []reply) (uint64, error) {
+// Fencing a MultiLock over several names (Redisson's getMultiLock on one
+// client) is done per name: each name is its own group, whose token is the
+// highest its own counters gave (one counter when the name is on one
+// master), written back to that name's other masters only. A later
+// acquisition of the name, by any lock, INCRs one of those counters, so
+// each name's tokens increase as a single fenced lock's do, and one
+// name's counter is never raised to another's.
+
+// groupNames sets the Lock's fencing groups and what errors call its
+// members.
+func (l *Lock) groupNames() {
+	l.group = make([]int, len(l.ms))
+	l.parts = "masters"
+	byName := map[string]int{}
+	for i, m := range l.ms {
+		if slices.Contains(l.addrs[:i], l.addrs[i]) {
+			l.parts = "locks"
+		}
+		key := m.Name()
+		if l.kind == kindRedLock {
+			key = "" // one group
+		}
+		g, ok := byName[key]
+		if !ok {
+			g = len(l.groups)
+			byName[key] = g
+			l.groups = append(l.groups, nil)
+		}
+		l.groups[g] = append(l.groups[g], i)
+		l.group[i] = g
+	}
+}
+
+// fence returns the tokens of a round that has its quorum, one per
+// fencing group, after writing each back as above. Raises beyond what a
+// group needs finish in the background.
+func (c *call) fence(ctx context.Context, grants []reply) ([]uint64, error) {
 	l, o := c.l, c.o
-	var top uint64
+	tops := make([]uint64, len(l.groups))
 	for _, g := range grants {
-		top = max(top, g.h.Fence())
+		tops[l.group[g.i]] = max(tops[l.group[g.i]], g.h.Fence())
+	}
+	// A group needs as many of its members known at its top as the lock
+	// needs masters beyond those it may miss: a RedLock's one group its
+	// quorum, a MultiLock's groups every member.
+	need := make([]int, len(l.groups))
+	for g, members := range l.groups {
+		need[g] = len(members) - (len(l.ms) - l.quorum)
 	}
 	atTop := make([]bool, len(l.ms))
 	granted := make([]bool, len(l.ms))
-	known := 0 // granting masters known to hold top or more
+	known := make([]int, len(l.groups)) // granting members known to hold their group's top or more
 	for _, g := range grants {
 		granted[g.i] = true
-		if g.h.Fence() == top {
+		if g.h.Fence() == tops[l.group[g.i]] {
 			atTop[g.i] = true
-			known++
+			known[l.group[g.i]]++
 		}
 	}
 	type raised struct {
-		granted bool
-		err     error
+		i   int
+		err error
 	}
 	results := make(chan raised, len(l.ms))
 	pending := 0
@@ -76,6 +118,7 @@ func (c *call) fence(ctx context.Context, grants []reply) (uint64, error) {
 			continue
 		}
 		pending++
+		top := tops[l.group[i]]
 		l.spawn(m.Client(), func() {
 			rctx, cancel := context.WithTimeout(wctx, o.perMaster)
 			defer cancel()
@@ -83,20 +126,29 @@ func (c *call) fence(ctx context.Context, grants []reply) (uint64, error) {
 			if err != nil {
 				err = l.onMaster(i, "raise fence", err)
 			}
-			results <- raised{granted[i], err}
+			results <- raised{i, err}
 		})
 	}
+	short := func() int { // the first group still short of its need, or -1
+		for g := range l.groups {
+			if known[g] < need[g] {
+				return g
+			}
+		}
+		return -1
+	}
 	var errs []error
-	for ; pending > 0 && known < l.quorum; pending-- {
+	for ; pending > 0 && short() >= 0; pending-- {
 		switch r := <-results; {
 		case r.err != nil:
 			errs = append(errs, r.err)
-		case r.granted:
-			known++
+		case granted[r.i]:
+			known[l.group[r.i]]++
 		}
 	}
-	if known < l.quorum {
-		return 0, oneline.Wrapf(oneline.Join(errs...), "fencing token %d is on %d masters, %d needed", top, known, l.quorum)
+	if g := short(); g >= 0 {
+		return nil, oneline.Wrapf(oneline.Join(errs...), "fencing token %d of %q is on %d %s, %d needed",
+			tops[g], l.ms[l.groups[g][0]].Name(), known[g], l.parts, need[g])
 	}
-	return top, nil
+	return tops, nil
 }

@@ -31,7 +31,7 @@ type Held struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	owner    uint64
-	fence    uint64
+	fences   []uint64 // per fencing group (fence.go), nil without Fenced
 	at       time.Time
 	validity time.Duration
 
@@ -57,10 +57,10 @@ type slot struct {
 	released bool
 }
 
-func newHeld(ctx context.Context, l *Lock, o *options, grants []reply, fence uint64, at time.Time, validity time.Duration) *Held {
+func newHeld(ctx context.Context, l *Lock, o *options, grants []reply, fences []uint64, at time.Time, validity time.Duration) *Held {
 	owner, _ := lock.OwnerFrom(ctx)
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	h := &Held{l: l, ctx: hctx, cancel: cancel, owner: owner, fence: fence, at: at, validity: validity}
+	h := &Held{l: l, ctx: hctx, cancel: cancel, owner: owner, fences: fences, at: at, validity: validity}
 	if o.lease != 0 {
 		// An explicit lease is relied on only for its validity: the
 		// acquisition ends one round trip before it, as each master's
@@ -103,7 +103,7 @@ func (h *Held) validityEnded() {
 	h.mu.Lock()
 	var lost *lock.LostError
 	if h.lost == nil && !h.unlocking && !h.unlocked {
-		h.lost = &lock.LostError{Name: h.l.ms[0].Name(), Addr: strings.Join(h.l.addrs, ","), Kind: observe.LossLeaseExpired,
+		h.lost = &lock.LostError{Name: h.l.names(), Addr: strings.Join(slices.Compact(slices.Sorted(slices.Values(h.l.addrs))), ","), Kind: observe.LossLeaseExpired,
 			Reason: fmt.Sprintf("validity of %v ran out", h.validity)}
 		lost = h.lost
 	}
@@ -161,8 +161,8 @@ func (h *Held) lostError() *lock.LostError {
 		Name: strings.Join(names, ","),
 		Addr: strings.Join(addrs, ","),
 		Kind: observe.LossQuorum,
-		Reason: fmt.Sprintf("%s held on %d of %d masters, %d needed",
-			h.l.kind, h.alive, len(h.l.ms), h.l.quorum),
+		Reason: fmt.Sprintf("%s held on %d of %d %s, %d needed",
+			h.l.kind, h.alive, len(h.l.ms), h.l.parts, h.l.quorum),
 		Err: oneline.Join(causes...),
 	}
 }
@@ -219,7 +219,8 @@ func (h *Held) Validity() time.Duration {
 }
 
 // Masters returns on how many masters the lock is held now: neither lost
-// nor released.
+// nor released (for a MultiLock over names of one Client, how many of its
+// Mutexes).
 func (h *Held) Masters() int {
 	if !h.valid() {
 		return 0
@@ -266,11 +267,35 @@ var closedChan = func() chan struct{} {
 // resource has seen the later token. It protects nothing the resource
 // does not check, and tokens may repeat if too many masters lose their
 // counters (restarts without persistence).
+//
+// A MultiLock over several names (of one Client, say) has a token per
+// name, which FenceOf returns; its Fence returns 0.
 func (h *Held) Fence() uint64 {
-	if !h.valid() {
+	if !h.valid() || len(h.fences) != 1 {
 		return 0
 	}
-	return h.fence
+	return h.fences[0]
+}
+
+// FenceOf returns the fencing token of the lock name in this acquisition,
+// 0 when it was taken without the Fenced option or name is not one of its
+// Mutexes' names. A MultiLock over several names has a token per name,
+// the one its own counter gave (written back to the name's other masters,
+// if it has several): it strictly increases across acquisitions of that
+// name by anyone — a fenced lock.Mutex of the name, Redisson's
+// RFencedLock, another MultiLock — as Fence describes, and one name's
+// counter is never raised to another's. A RedLock's names, and a lock
+// over one name, share one token: FenceOf returns Fence for each.
+func (h *Held) FenceOf(name string) uint64 {
+	if !h.valid() || h.fences == nil {
+		return 0
+	}
+	for i, m := range h.l.ms {
+		if m.Name() == name {
+			return h.fences[h.l.group[i]]
+		}
+	}
+	return 0
 }
 
 // Unlock releases this acquisition on every master that still holds it,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +15,12 @@ import (
 	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
+)
+
+// The kinds of Lock, as errors and events name them.
+const (
+	kindRedLock   = "RedLock"
+	kindMultiLock = "MultiLock"
 )
 
 // core is what multilock uses of package lock beyond lock's API
@@ -44,6 +52,15 @@ type Lock struct {
 	caddrs []string
 	shared bool // every member is a read half: readers of this process share
 
+	// Fencing groups (fence.go): a RedLock's masters are one group, whose
+	// counters are raised to one token; a MultiLock's Mutexes form one
+	// group per lock name. group[i] is ms[i]'s.
+	groups [][]int
+	group  []int
+	// parts is what errors call the members: "masters" when each is on a
+	// master of its own, "locks" when some share one (names of one Client).
+	parts string
+
 	// bg counts the per-master calls that outlived the round that started
 	// them: an attempt whose answer came after the round decided (a grant
 	// is given back), a release that took longer than the round waited.
@@ -56,17 +73,23 @@ type Lock struct {
 // lock is held once a majority, len(ms)/2+1, granted it within its
 // validity. Each Mutex must come from its own lock.Client, on its own
 // independent master (not a replica of another); the names may differ.
-// Bad input (no Mutex, a nil one, a bad name, two on one Client) is
+// Bad input (no Mutex, a nil one, a bad name, two on one Client or one
+// address: the algorithm's safety rests on independent masters) is
 // reported as lock.ErrInvalid by every method.
 func NewRedLock(ms ...*lock.Mutex) *Lock {
-	return newLock("RedLock", len(ms)/2+1, ms)
+	return newLock(kindRedLock, len(ms)/2+1, ms)
 }
 
-// NewMultiLock returns a lock held only when every master of ms granted
-// it (Redisson's RedissonMultiLock): one master down makes it
-// unavailable. The input rules are NewRedLock's.
+// NewMultiLock returns a lock held only when every Mutex of ms granted it,
+// all or nothing (Redisson's RedissonMultiLock): one master down makes it
+// unavailable. The Mutexes may be several names of one Client, as
+// Redisson's getMultiLock(a, b, c) (on a Cluster Client, their masters
+// are the names' slots' owners), Mutexes of other Clients, or both, of any
+// kinds. Bad input (no Mutex, a nil one, a bad name, a name given twice on
+// one Client or one address, a read and a write half of one name among
+// them) is reported as lock.ErrInvalid by every method.
 func NewMultiLock(ms ...*lock.Mutex) *Lock {
-	return newLock("MultiLock", len(ms), ms)
+	return newLock(kindMultiLock, len(ms), ms)
 }
 
 func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
@@ -75,7 +98,6 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 		l.err = invalidf("%s of no mutexes", kind)
 		return l
 	}
-	seen := make(map[*lock.Client]int, len(ms))
 	l.addrs = make([]string, len(ms))
 	for i, m := range ms {
 		c := m.Client()
@@ -88,11 +110,6 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 			l.err = oneline.Wrapf(err, "%s: mutex %d", kind, i)
 			return l
 		}
-		if j, dup := seen[c]; dup {
-			l.err = invalidf("%s: mutexes %d and %d are on the same Client (%s): one Client per master", kind, j, i, c.Addr())
-			return l
-		}
-		seen[c] = i
 		l.addrs[i] = c.Addr()
 		if l.sleeper == nil {
 			l.sleeper = d.Sleeper
@@ -101,8 +118,46 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 			l.watchdogLease = wd
 		}
 	}
+	if l.err = l.distinct(); l.err != nil {
+		return l
+	}
 	l.keyOf()
+	l.groupNames()
 	return l
+}
+
+// distinct checks that no two members are one lock. A RedLock's members
+// are on independent masters: never two on one Client or one address. A
+// MultiLock's may share a Client (Redisson's getMultiLock over names of
+// one client) or an address, but not a name there: one owner cannot hold
+// a name twice under two holders, and a read and a write half of one
+// name exclude each other.
+func (l *Lock) distinct() error {
+	for i, m := range l.ms {
+		for j, o := range l.ms[:i] {
+			sameClient := m.Client() == o.Client()
+			sameMaster := sameClient || l.addrs[i] == l.addrs[j]
+			switch {
+			case l.kind == kindRedLock && sameMaster:
+				return invalidf("RedLock needs independent masters, one Mutex each: mutexes %d and %d are both on %s "+
+					"(for several names of one Client, use NewMultiLock)", j, i, l.addrs[i])
+			case sameMaster && m.Name() == o.Name():
+				return invalidf("%s: lock name %q given twice on %s (mutexes %d and %d)", l.kind, m.Name(), l.addrs[i], j, i)
+			}
+		}
+	}
+	return nil
+}
+
+// names returns the lock's distinct names, comma-separated.
+func (l *Lock) names() string {
+	var ns []string
+	for _, m := range l.ms {
+		if !slices.Contains(ns, m.Name()) {
+			ns = append(ns, m.Name())
+		}
+	}
+	return strings.Join(ns, ",")
 }
 
 // Quorum returns how many masters must grant the lock.
@@ -113,7 +168,8 @@ func (l *Lock) Quorum() int {
 	return l.quorum
 }
 
-// Masters returns how many masters the lock spans.
+// Masters returns how many masters the lock spans: how many Mutexes it
+// was made of (a MultiLock may have several names on one master).
 func (l *Lock) Masters() int {
 	if l == nil {
 		return 0
@@ -201,9 +257,6 @@ func (l *Lock) acquire(ctx context.Context, blocking bool, opts []lock.Option) (
 		defer a.e.leave(a.mb)
 	}
 	defer func() {
-		if held == nil {
-			a.ws.pass(a.taken)
-		}
 		if a.e == nil {
 			a.ws.close()
 		}
@@ -232,14 +285,11 @@ type acquirer struct {
 	ws     *watches // the queue's subscription, or the call's own
 	out    outcome  // the last failed round's
 	rounds int
-	// taken are the masters whose wake-up the call took and no
-	// answered round used: passed on if the call leaves without one.
-	taken []int
-	kick  <-chan struct{}
-	bo    *backoff.ExponentialBackOff // after a round the quorum was in reach of
-	split *backoff.ExponentialBackOff // after rounds that collided with other contenders
-	woken observe.WakeReason          // what ended the last sleep
-	spin  func() time.Duration        // a spin lock member's next poll, nil without one
+	kick   <-chan struct{}
+	bo     *backoff.ExponentialBackOff // after a round the quorum was in reach of
+	split  *backoff.ExponentialBackOff // after rounds that collided with other contenders
+	woken  observe.WakeReason          // what ended the last sleep
+	spin   func() time.Duration        // a spin lock member's next poll, nil without one
 }
 
 // run is acquire's loop: the call's turn in the queue, a round, and the
@@ -307,7 +357,7 @@ func (a *acquirer) try() *Held {
 	if !a.reenter {
 		a.ctx = lock.WithOwner(a.base)
 	}
-	a.taken = a.ws.drain(a.taken) // this round sees what those messages announced
+	a.ws.drain() // this round sees what those messages announced
 	a.rounds++
 	h, r := a.c.round(a.ctx, a.rounds)
 	if h != nil {
@@ -324,7 +374,6 @@ func (a *acquirer) settle() (left time.Duration, over bool, cause error) {
 	if a.ctx.Err() != nil {
 		return 0, true, a.ctx.Err()
 	}
-	a.taken = a.taken[:0]
 	if a.out.permanent > len(a.l.ms)-a.l.quorum {
 		return 0, true, nil // closed Clients or bad names: retrying cannot help
 	}
@@ -363,7 +412,7 @@ func (a *acquirer) wait(left time.Duration) error {
 		a.split = nil
 	}
 	var err error
-	a.woken, a.taken, err = a.ws.sleep(a.ctx, a.o, a.plan(left), a.taken)
+	a.woken, err = a.ws.sleep(a.ctx, a.o, a.plan(left))
 	if err != nil {
 		return err
 	}
@@ -450,18 +499,24 @@ func (l *Lock) canonical(is []int) []int {
 // ...).
 type QuorumError struct {
 	Kind     string        // RedLock or MultiLock
-	Name     string        // the first master's lock name
-	Masters  int           // masters the lock spans
+	Name     string        // the lock name; a MultiLock's names, comma-separated, when it has several
+	Masters  int           // masters the lock spans (its Mutexes: a MultiLock may have several on one master)
 	Needed   int           // the quorum
-	Granted  int           // masters that granted in the last round
+	Granted  int           // masters (Mutexes) that granted in the last round
 	Rounds   int           // rounds tried
 	Validity time.Duration // the last round's validity, when it had the quorum but not the time
 	Errs     []error       // why the other masters did not grant, each a *lock.MasterError naming its master
+
+	parts string // what the message calls the Mutexes: "masters", or "locks" when some share one
 }
 
 func (e *QuorumError) Error() string {
-	s := fmt.Sprintf("rlock: %s %q: quorum not reached: %d of %d masters granted, %d needed, after %d rounds",
-		e.Kind, e.Name, e.Granted, e.Masters, e.Needed, e.Rounds)
+	parts := e.parts
+	if parts == "" {
+		parts = "masters"
+	}
+	s := fmt.Sprintf("rlock: %s %q: quorum not reached: %d of %d %s granted, %d needed, after %d rounds",
+		e.Kind, e.Name, e.Granted, e.Masters, parts, e.Needed, e.Rounds)
 	if e.Granted >= e.Needed && e.Validity <= 0 {
 		s += fmt.Sprintf("; validity %v left, not positive", e.Validity)
 	}

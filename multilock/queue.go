@@ -36,9 +36,9 @@ import (
 //
 // When the head leaves (acquired, gave up, its ctx ended), the next
 // member becomes head and runs a round at once: a wake-up the old head
-// took with it is not lost. A wake-up it took and no answered round used
-// is also passed to another waiter of that master's channel on that
-// Client (pubsub.Waiter.Pass): a plain lock's waiter there may need it.
+// took with it is not lost. The queue's waiters take no wake-up from other
+// waiters of the same channels on the same Client (a plain lock's, another
+// queue's: pubsub.Waiter.WakeOnEvery), so nothing is passed on.
 //
 // A re-entry (the call's owner holds the lock on some master) and a
 // TryLock without Wait do not queue: the first holds the lock already,

@@ -168,8 +168,8 @@ func (o outcome) busy(l *Lock) bool { return o.refused > len(l.ms)-l.quorum }
 
 func (o outcome) quorumError(l *Lock, rounds int) *QuorumError {
 	return &QuorumError{
-		Kind: l.kind, Name: l.ms[0].Name(), Masters: len(l.ms), Needed: l.quorum,
-		Granted: o.granted, Rounds: rounds, Validity: o.validity, Errs: o.errs,
+		Kind: l.kind, Name: l.names(), Masters: len(l.ms), Needed: l.quorum,
+		Granted: o.granted, Rounds: rounds, Validity: o.validity, Errs: o.errs, parts: l.parts,
 	}
 }
 
@@ -187,10 +187,10 @@ func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 	replies, pending := c.collect(ctx, r, start)
 	out, grants := c.tally(replies, pending)
 
-	var fence uint64
+	var fences []uint64
 	var ferr error
 	if len(grants) >= l.quorum && ctx.Err() == nil && o.fenced {
-		fence, ferr = c.fence(ctx, grants)
+		fences, ferr = c.fence(ctx, grants)
 		if ferr != nil {
 			out.errs = append(out.errs, ferr)
 		}
@@ -200,7 +200,7 @@ func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 	ok := len(grants) >= l.quorum && out.validity > 0 && ferr == nil && ctx.Err() == nil
 	var h *Held
 	if ok {
-		h = newHeld(ctx, l, o, grants, fence, start, out.validity)
+		h = newHeld(ctx, l, o, grants, fences, start, out.validity)
 		h.settled = r.done
 	} else {
 		out.released = c.releaseAll(grants)

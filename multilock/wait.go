@@ -45,9 +45,11 @@ import (
 // 20ms and growing while the collisions repeat, so that contenders woken
 // together do not collide again.
 //
-// A wake-up the call took and no answered round used (its ctx ended, its
-// wait did) is passed on to another waiter of that master's channel on
-// that Client (lock.Watch.Pass).
+// The call's waiters watch beside the Client's own waiters of the name
+// (pubsub.Waiter.WakeOnEvery, set by lockcore's Watch): every release wakes
+// them, and they take no wake-up a plain lock's waiter, or another
+// multi-master lock's queue, of this process needs, so nothing is passed
+// on when the call leaves.
 
 // watches are places among the waiters of the masters' unlock channels,
 // in the lock's canonical order of masters (queue.go); a master whose
@@ -178,38 +180,22 @@ func (w *watches) current() []*pubsub.Waiter {
 }
 
 // drain takes the pending wake-ups before a round, which sees what they
-// announced, and adds their masters to taken.
-func (w *watches) drain(taken []int) []int {
+// announced.
+func (w *watches) drain() {
 	if w == nil {
-		return taken
+		return
 	}
 	select {
 	case <-w.late:
 	default:
 	}
-	for i, x := range w.current() {
+	for _, x := range w.current() {
 		if x == nil {
 			continue
 		}
 		select {
 		case <-x.C():
-			if !slices.Contains(taken, i) {
-				taken = append(taken, i)
-			}
 		default:
-		}
-	}
-	return taken
-}
-
-// pass hands the wake-ups of the masters in taken to other waiters of
-// their channels: the call took them and leaves without an answered
-// round.
-func (w *watches) pass(taken []int) {
-	ws := w.current()
-	for _, i := range taken {
-		if ws[i] != nil {
-			ws[i].Pass()
 		}
 	}
 }
@@ -249,9 +235,9 @@ type sleep struct {
 
 // sleep waits for s: up to s.d, until unlock messages came from s.need
 // distinct masters of s.listen, a reconnect of one of their
-// subscriptions, or a kick. It returns what woke it, and taken with the
-// masters whose wake-ups it took added; ctx's error when ctx ended first.
-func (w *watches) sleep(ctx context.Context, o *options, s sleep, taken []int) (observe.WakeReason, []int, error) {
+// subscriptions, or a kick. It returns what woke it; ctx's error when ctx
+// ended first.
+func (w *watches) sleep(ctx context.Context, o *options, s sleep) (observe.WakeReason, error) {
 	t := time.NewTimer(s.d)
 	defer t.Stop()
 	cases, idx := w.cases(ctx, t, s)
@@ -263,7 +249,7 @@ wait:
 		chosen, v, _ := reflect.Select(cases)
 		switch chosen {
 		case 0:
-			return "", taken, ctx.Err()
+			return "", ctx.Err()
 		case 1:
 			break wait
 		case 2:
@@ -274,9 +260,6 @@ wait:
 			break wait
 		}
 		i := idx[chosen-firstMaster]
-		if !slices.Contains(taken, i) {
-			taken = append(taken, i)
-		}
 		cases[chosen].Chan = reflect.Value{} // one wake-up per master
 		if woken == 0 {
 			e.Addr = w.l.caddrs[i]
@@ -295,7 +278,7 @@ wait:
 	if o.obs != nil && o.obs.WakeUp != nil {
 		o.obs.WakeUp(ctx, e)
 	}
-	return e.Reason, taken, nil
+	return e.Reason, nil
 }
 
 // firstMaster is the index of the first master's case in a sleep's

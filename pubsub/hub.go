@@ -552,15 +552,20 @@ func (h *Hub) onMessage(m rueidis.PubSubMessage) {
 		}
 		return
 	}
+	for _, w := range ch.waiters {
+		if w.all {
+			w.signal(Message)
+		}
+	}
 	wakeOneLocked(ch, nil)
 }
 
-// wakeOneLocked wakes the longest-waiting waiter of ch, other than not,
-// that has no wake-up pending. With every waiter already woken, there is
-// nobody left to wake.
+// wakeOneLocked wakes the longest-waiting waiter of ch, other than not and
+// the observers (Waiter.WakeOnEvery), that has no wake-up pending. With
+// every waiter already woken, there is nobody left to wake.
 func wakeOneLocked(ch *channel, not *Waiter) bool {
 	for _, w := range ch.waiters {
-		if w != not && w.signal(Message) {
+		if w != not && !w.all && w.signal(Message) {
 			return true
 		}
 	}

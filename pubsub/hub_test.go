@@ -3,6 +3,7 @@ package pubsub_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -100,6 +101,75 @@ func TestWakeOneAndWakeAll(t *testing.T) {
 	}
 	if n := numsub(t, rc, ch); n != 0 {
 		t.Fatalf("NUMSUB %d after every waiter left, want 0", n)
+	}
+}
+
+// An observer (WakeOnEvery) is woken by every "0" and takes the wake-up
+// from no ordinary waiter, even when it subscribed first; Pass and Close
+// hand nothing on for it.
+func TestWakeOnEveryTakesNoWakeUp(t *testing.T) {
+	rc := client(t)
+	h := pubsub.New(rc, pubsub.Options{})
+	defer h.Close()
+	ch := t.Name()
+	obs, err := h.Subscribe(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.WakeOnEvery()
+	var ws []*pubsub.Waiter
+	for range 2 {
+		w, err := h.Subscribe(context.Background(), ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	for round := range 2 {
+		publish(t, rc, ch, "0")
+		if !wokenBy(ws[0]) {
+			t.Fatalf("round %d: the longest-waiting ordinary waiter was not woken (the observer took its wake-up)", round)
+		}
+		if !wokenBy(obs) {
+			t.Fatalf("round %d: the observer was not woken", round)
+		}
+		if _, ok := pending(ws[1]); ok {
+			t.Fatalf("round %d: a \"0\" woke two ordinary waiters", round)
+		}
+	}
+	// An ordinary waiter's Pass goes to another ordinary waiter, not to the
+	// observer.
+	ws[1].Pass()
+	if _, ok := pending(ws[0]); !ok {
+		t.Fatal("an ordinary waiter's Pass did not reach the other ordinary waiter")
+	}
+	if _, ok := pending(obs); ok {
+		t.Fatal("an ordinary waiter's Pass woke the observer")
+	}
+	// The observer's Pass and its Close with a wake-up pending wake nobody.
+	obs.Pass()
+	publish(t, rc, ch, "0") // ws[0] and obs
+	if !wokenBy(ws[0]) {
+		t.Fatal("the ordinary waiter was not woken")
+	}
+	obs.Close()
+	if _, ok := pending(ws[1]); ok {
+		t.Fatal("the observer's Pass or Close handed a wake-up on")
+	}
+	for _, w := range ws {
+		w.Close()
+	}
+}
+
+// wokenBy reports whether w receives a message wake-up within 5 s.
+func wokenBy(w *pubsub.Waiter) bool {
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case r := <-w.C():
+		return r == pubsub.Message
+	case <-t.C:
+		return false
 	}
 }
 
