@@ -4,7 +4,7 @@
 -- client knows the field has.
 -- Returns {status, value, 0} as acquire_counted.lua does. Only a free name is taken ('mode'
 -- set to 'write'); a reader, this owner's own included, keeps the writer out. A re-entry
--- adds the lease to the time left, as Redisson's does.
+-- sets the expiry to max(PTTL, lease), as every kind's does (Redisson's adds the lease).
 if redis.call('exists', KEYS[2]) == 1 then
     return {3, 0, 0}
 end
@@ -36,8 +36,12 @@ if mode == false and redis.call('exists', KEYS[1]) == 0 then
 end
 if mode == 'write' and count > 0 then
     count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    -- max(PTTL, lease), as every kind's re-entry: Redisson's writer adds
+    -- a lease to the time left, which keeps a dead writer's key for k+1
+    -- leases after k re-entries (safety-3 R3-11). Redisson's own writes
+    -- keep their rule; this script is rlock's.
     local left = redis.call('pttl', KEYS[1])
-    redis.call('pexpire', KEYS[1], math.max(left, 0) + lease)
+    redis.call('pexpire', KEYS[1], math.max(left, lease))
     return {1, count, 0}
 end
 return {0, redis.call('pttl', KEYS[1]), 0}
