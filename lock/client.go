@@ -59,6 +59,7 @@ type Client struct {
 // cluster.
 type subscriber interface {
 	Subscribe(ctx context.Context, name string) (*pubsub.Waiter, error)
+	Observe(ctx context.Context, name string) (*pubsub.Waiter, error)
 	Close()
 }
 

@@ -66,13 +66,12 @@ func (m *Mutex) watch(ctx context.Context) (*pubsub.Waiter, error) {
 		return nil, err
 	}
 	defer c.exit()
-	w, err := c.hub.Subscribe(ctx, m.p.channel(m.name))
+	// A multi-master lock's waiter watches beside this Client's own
+	// waiters of the name: it takes none of their wake-ups, and sees every
+	// release (pubsub.Hub.Observe).
+	w, err := c.hub.Observe(ctx, m.p.channel(m.name))
 	if err != nil {
 		return nil, masterErr(c.route.errAt(m.name), "subscribe", err)
 	}
-	// A multi-master lock's waiter watches beside this Client's own
-	// waiters of the name: it takes none of their wake-ups, and sees every
-	// release (pubsub.Waiter.WakeOnEvery).
-	w.WakeOnEvery()
 	return w, nil
 }

@@ -75,7 +75,9 @@ type Lock struct {
 // independent master (not a replica of another); the names may differ.
 // Bad input (no Mutex, a nil one, a bad name, two on one Client or one
 // address: the algorithm's safety rests on independent masters) is
-// reported as lock.ErrInvalid by every method.
+// reported as lock.ErrInvalid by every method. Addresses are compared as
+// the Clients give them (Client.Addr): one master under two spellings
+// (localhost and 127.0.0.1) is not recognised.
 func NewRedLock(ms ...*lock.Mutex) *Lock {
 	return newLock(kindRedLock, len(ms)/2+1, ms)
 }

@@ -38,7 +38,7 @@ import (
 // member becomes head and runs a round at once: a wake-up the old head
 // took with it is not lost. The queue's waiters take no wake-up from other
 // waiters of the same channels on the same Client (a plain lock's, another
-// queue's: pubsub.Waiter.WakeOnEvery), so nothing is passed on.
+// queue's: pubsub.Hub.Observe), so nothing is passed on.
 //
 // A re-entry (the call's owner holds the lock on some master) and a
 // TryLock without Wait do not queue: the first holds the lock already,

@@ -46,7 +46,7 @@ import (
 // together do not collide again.
 //
 // The call's waiters watch beside the Client's own waiters of the name
-// (pubsub.Waiter.WakeOnEvery, set by lockcore's Watch): every release wakes
+// (pubsub.Hub.Observe, through lockcore's Watch): every release wakes
 // them, and they take no wake-up a plain lock's waiter, or another
 // multi-master lock's queue, of this process needs, so nothing is passed
 // on when the call leaves.

@@ -172,6 +172,23 @@ func (h *Hub) unlockSub() { <-h.sub }
 //
 // May return ErrClosed, ctx's error, or the subscription's error.
 func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
+	return h.subscribe(ctx, name, false)
+}
+
+// Observe is Subscribe for an observer of the channel: every message wakes
+// it, and it takes no wake-up from the channel's other waiters (a "0"
+// still wakes one of them, as if the observer were not there; its Pass and
+// Close hand nothing on). It is for a waiter that is not one of the lock's
+// contenders in this process but watches its releases beside them (package
+// multilock's waiters, whose own queue decides who attempts): as an
+// ordinary waiter it could take the one wake-up of a release that a
+// contender sleeping on the same channel needed, leaving that contender
+// asleep until the holder's lease would have ended.
+func (h *Hub) Observe(ctx context.Context, name string) (*Waiter, error) {
+	return h.subscribe(ctx, name, true)
+}
+
+func (h *Hub) subscribe(ctx context.Context, name string, all bool) (*Waiter, error) {
 	if err := h.connected(ctx); err != nil {
 		return nil, err
 	}
@@ -180,7 +197,7 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 	}
 	defer h.unlockSub()
 
-	w := &Waiter{h: h, name: name, c: make(chan Reason, 1)}
+	w := &Waiter{h: h, name: name, c: make(chan Reason, 1), all: all}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -561,7 +578,7 @@ func (h *Hub) onMessage(m rueidis.PubSubMessage) {
 }
 
 // wakeOneLocked wakes the longest-waiting waiter of ch, other than not and
-// the observers (Waiter.WakeOnEvery), that has no wake-up pending. With
+// the observers (Hub.Observe), that has no wake-up pending. With
 // every waiter already woken, there is nobody left to wake.
 func wakeOneLocked(ch *channel, not *Waiter) bool {
 	for _, w := range ch.waiters {

@@ -104,19 +104,18 @@ func TestWakeOneAndWakeAll(t *testing.T) {
 	}
 }
 
-// An observer (WakeOnEvery) is woken by every "0" and takes the wake-up
+// An observer (Observe) is woken by every "0" and takes the wake-up
 // from no ordinary waiter, even when it subscribed first; Pass and Close
 // hand nothing on for it.
-func TestWakeOnEveryTakesNoWakeUp(t *testing.T) {
+func TestObserverTakesNoWakeUp(t *testing.T) {
 	rc := client(t)
 	h := pubsub.New(rc, pubsub.Options{})
 	defer h.Close()
 	ch := t.Name()
-	obs, err := h.Subscribe(context.Background(), ch)
+	obs, err := h.Observe(context.Background(), ch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.WakeOnEvery()
 	var ws []*pubsub.Waiter
 	for range 2 {
 		w, err := h.Subscribe(context.Background(), ch)

@@ -60,13 +60,22 @@ func NewShards(c rueidis.Client, opts Options) *Shards {
 //
 // May return ErrClosed, ErrNoMaster, or the subscription's error.
 func (s *Shards) Subscribe(ctx context.Context, name string) (*Waiter, error) {
+	return s.subscribe(ctx, name, false)
+}
+
+// Observe is Subscribe for an observer of the channel (see Hub.Observe).
+func (s *Shards) Observe(ctx context.Context, name string) (*Waiter, error) {
+	return s.subscribe(ctx, name, true)
+}
+
+func (s *Shards) subscribe(ctx context.Context, name string, all bool) (*Waiter, error) {
 	slot := Slot(name)
 	for attempt := 0; ; attempt++ {
 		h, err := s.hubFor(ctx, slot)
 		if err != nil {
 			return nil, err
 		}
-		w, err := h.Subscribe(ctx, name)
+		w, err := h.subscribe(ctx, name, all)
 		var re *rueidis.RedisError
 		if err != nil && attempt == 0 && errors.As(err, &re) {
 			if addr, ok := re.IsMoved(); ok {

@@ -19,27 +19,10 @@ type Waiter struct {
 	h      *Hub
 	closed bool
 
-	// all: woken by every message, taking no wake-up from the channel's
-	// other waiters (WakeOnEvery). Guarded by the Hub's mu.
+	// all: an observer (Hub.Observe), woken by every message and taking
+	// no wake-up from the channel's other waiters. Set before the Waiter
+	// joins its channel; never changed.
 	all bool
-}
-
-// WakeOnEvery makes w an observer of its channel: from now on every
-// message wakes it, and it takes no wake-up from the channel's other
-// waiters: a "0" (wake one) still wakes one of them, as if w were not
-// there, and Pass and Close hand nothing on for w. It is for a waiter that
-// is not one of the lock's contenders in this process but watches its
-// releases beside them (package multilock's waiters, whose own local
-// queue decides who attempts): as an ordinary waiter it would take the
-// one wake-up of a release that a contender sleeping on the same channel
-// needed, and leave that contender asleep until the holder's lease would
-// have ended.
-func (w *Waiter) WakeOnEvery() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
-	w.all = true
 }
 
 // C receives a Reason each time the waiter is woken. At most one wake-up

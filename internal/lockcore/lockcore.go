@@ -26,7 +26,7 @@ type Hooks[M, C, O any] struct {
 	// Watch subscribes to m's unlock channel on its Client's
 	// subscription and returns once the subscription is confirmed: every
 	// release after that wakes the Waiter, which takes no wake-up from the
-	// Client's other waiters of the channel (pubsub.Waiter.WakeOnEvery).
+	// Client's other waiters of the channel (pubsub.Hub.Observe).
 	// Errors are lock's (ErrClosed, ErrUnavailable, ErrInvalid).
 	Watch func(ctx context.Context, m M) (*pubsub.Waiter, error)
 	// Go runs f on one of c's workers, long-lived goroutines that Client
