@@ -348,7 +348,7 @@ func (l *hold) unconfirmed(h *Held, u *request, err error) error {
 	if !errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	l.releaseLost(u.id, u.release, u.sent)
+	l.releaseLost(u.id, u.release, u.sent, err)
 	defer l.settleLater()
 	if done, herr := h.ended(); done {
 		return join(herr, ErrUnavailable)

@@ -80,7 +80,7 @@ type env struct {
 	index map[holdKey]*hold
 
 	recordMin time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
-	latches   chan string     // answered releases' unlock latches, for the cleaner
+	latches   chan latch      // answered releases' unlock latches, for the cleaner
 	settleCtx context.Context // ends settlers: cancelled by Close
 	settling  *tally          // settlers of unsettled requests, waited for by Close within its ctx
 
@@ -109,6 +109,23 @@ type request struct {
 	id      string
 	release *Held     // the hold a release was for; nil for an acquire
 	sent    time.Time // its first send
+	// answered: every send of it got an answer (a refusal, OOM say): no
+	// copy can reach Redis later, so its record is deleted once settled
+	// (P1-87). Otherwise the record must outlive every copy (recordTTL).
+	answered bool
+}
+
+// answeredOnly wraps the error of a release whose every send was answered
+// (sendRelease): nothing of it is still on its way to Redis.
+type answeredOnly struct{ error }
+
+func (a answeredOnly) Unwrap() error { return a.error }
+
+// allAnswered reports whether err is a release's whose every send was
+// answered.
+func allAnswered(err error) bool {
+	var a answeredOnly
+	return errors.As(err, &a)
 }
 
 // use returns the hold of (name, field), made with protocol p if it is
@@ -254,6 +271,9 @@ func (l *hold) settle(ctx context.Context, st stops) error {
 		return err
 	}
 	l.setUnsettled(nil)
+	if u.answered {
+		l.e.queueLatch(l.name, u.id) // no copy of it can arrive: its record fences nothing
+	}
 	if u.release != nil && out.Release != reentrant.Fenced {
 		// The release ran: its hold is gone.
 		u.release.mu.Lock()
@@ -291,7 +311,7 @@ func (l *hold) finishRelease(ctx context.Context, h *Held) error {
 	res, _, err := l.e.sendRelease(ctx, r, stops{held: h})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			l.releaseLost(r.RequestID, h, sent)
+			l.releaseLost(r.RequestID, h, sent, err)
 		}
 		return err
 	}
@@ -527,7 +547,7 @@ func (l *hold) releaseStrays(ctx context.Context) {
 		res, _, err := l.e.sendRelease(ctx, r, stops{})
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {
-				l.requestLost(r.RequestID, time.Now())
+				l.requestLost(r.RequestID, time.Now(), err)
 				l.settleLater()
 			}
 			return
@@ -545,9 +565,10 @@ func (l *hold) releaseStrays(ctx context.Context) {
 // its retry horizon (a copy sent later could outlive the latch that makes
 // it answered rather than applied: the outcome then stays unknown, an
 // ErrUnavailable for the caller to record as unsettled), and returns its
-// answer. The latch of a release sent once is deleted by the
-// cleaner; that of a release sent more than once is left to expire
-// (recordTTL), since a late copy of an earlier send must still find it.
+// answer. The latch of a release whose every send was answered (a
+// refusal such as OOM is an answer) is deleted by the cleaner; that of a
+// release with a send that got no answer is left to expire (recordTTL),
+// since a late copy of that send must still find it (P1-85, P1-87).
 //
 // When the master has replicas (Config.ReplicaSyncTimeout), a release
 // that ran is sent again, answered by its latch, until a replica
@@ -556,16 +577,21 @@ func (l *hold) releaseStrays(ctx context.Context) {
 func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (res reentrant.ReleaseResult, unsynced, err error) {
 	// A release goes out even when ROLE is refused: with a WAIT.
 	r.Sync, _ = e.sync(ctx, r.Name)
-	sends := 0
+	unknown := 0 // sends with no answer: a copy may still reach Redis
 	until := e.retryHorizon(time.Now())
 	for tries := 1; ; tries++ {
 		acked := -1
 		err = e.retryFor(ctx, r.Name, "release", r.Sync.Extra(), until, st, func(actx context.Context) (err error) {
-			sends++
 			res, acked, err = r.RunSynced(actx, e.rc)
+			if _, answered := rueidis.IsRedisErr(err); err != nil && !answered {
+				unknown++
+			}
 			return err
 		})
 		if err != nil {
+			if unknown == 0 {
+				err = answeredOnly{err}
+			}
 			return res, nil, err
 		}
 		e.acked(r.Name, r.Sync, acked)
@@ -583,16 +609,18 @@ func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (r
 			break
 		}
 	}
-	if sends == 1 {
-		e.queueLatch(r)
+	if unknown == 0 {
+		e.queueLatch(r.Name, r.RequestID)
 	}
 	return res, unsynced, nil
 }
 
-// queueLatch hands an answered release's latch to the cleaner.
-func (e *env) queueLatch(r reentrant.Release) {
+// queueLatch hands the latch (record) of request id on lock name to the
+// cleaner: an answered release's, or a settled request's that nothing can
+// reach any more.
+func (e *env) queueLatch(name, id string) {
 	select {
-	case e.latches <- reentrant.LatchName(r.Name, r.RequestID):
+	case e.latches <- latch{reentrant.LatchName(name, id), time.Now()}:
 	default: // the latch expires by itself
 	}
 }
@@ -602,13 +630,13 @@ func (e *env) queueLatch(r reentrant.Release) {
 // releaseLost a Held's release whose outcome is unknown: the hold's one
 // unsettled request, which its next turn settles first (the model's
 // acquireLost and releaseLost). The caller holds the turn.
-func (l *hold) requestLost(id string, sent time.Time) {
-	l.setUnsettled(&request{id: id, sent: sent})
+func (l *hold) requestLost(id string, sent time.Time, err error) {
+	l.setUnsettled(&request{id: id, sent: sent, answered: allAnswered(err)})
 }
 
 // releaseLost: see requestLost.
-func (l *hold) releaseLost(id string, h *Held, sent time.Time) {
-	l.setUnsettled(&request{id: id, release: h, sent: sent})
+func (l *hold) releaseLost(id string, h *Held, sent time.Time, err error) {
+	l.setUnsettled(&request{id: id, release: h, sent: sent, answered: allAnswered(err)})
 }
 
 // setUnsettled records (or, with nil, clears) l's unsettled request;

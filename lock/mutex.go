@@ -742,7 +742,7 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 		// answered with an error reply, such as a replica's
 		// READONLY, did not run: the script changes nothing before
 		// the last command Redis could refuse.)
-		l.requestLost(req.RequestID, sent)
+		l.requestLost(req.RequestID, sent, nil)
 		l.settleLater()
 	}
 	if errors.Is(err, ErrClosed) {
@@ -758,7 +758,7 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 // copy finds its record and changes nothing. A lost answer leaves it to a
 // settler, before any later request of the field.
 func (l *hold) fence(ctx context.Context, id string, sent time.Time) {
-	l.requestLost(id, sent)
+	l.requestLost(id, sent, nil)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
 	err := l.settle(sctx, stops{a: l.e.done})
 	cancel()
@@ -859,7 +859,7 @@ func (l *hold) giveBack(ctx context.Context) error {
 	res, _, err := l.e.sendRelease(rctx, r, stops{})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			l.requestLost(r.RequestID, sent)
+			l.requestLost(r.RequestID, sent, err)
 			l.settleLater()
 		}
 		return err
