@@ -222,10 +222,13 @@ func (h *Held) ended() (bool, error) {
 // acknowledged it; when none did, the hold has still ended, released on
 // the master, and Unlock returns an ErrUnavailable saying so: a failover
 // before a replica has the release could bring the key back until its
-// lease runs out.
+// lease runs out. Likewise when the server refused the release's unlock
+// message (an ACL without PUBLISH on the lock's channel): the lock is
+// free and the hold has ended, and Unlock returns an ErrAuth saying it
+// went without its message (waiters elsewhere wake when their lease ends).
 //
 // May return ErrNotHeld (already unlocked), ErrLockLost (a *LostError: the
-// lock was lost), ErrClosed, ErrUnavailable, ErrInvalid.
+// lock was lost), ErrClosed, ErrUnavailable, ErrAuth, ErrInvalid.
 func (h *Held) Unlock(ctx context.Context) error {
 	if !h.valid() {
 		return invalidf("Unlock of a nil or zero Held (a failed Lock or TryLock returns nil): it holds nothing")

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -573,16 +574,24 @@ func (l *hold) releaseStrays(ctx context.Context) {
 // When the master has replicas (Config.ReplicaSyncTimeout), a release
 // that ran is sent again, answered by its latch, until a replica
 // acknowledged it, maxUnsynced times in all; unsynced is then the error
-// to report, the release having taken effect on the master.
+// to report, the release having taken effect on the master. So is an
+// ErrAuth when the release took the last hold but the server refused its
+// unlock message (P1-77).
 func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (res reentrant.ReleaseResult, unsynced, err error) {
 	// A release goes out even when ROLE is refused: with a WAIT.
 	r.Sync, _ = e.sync(ctx, r.Name)
-	unknown := 0 // sends with no answer: a copy may still reach Redis
+	unknown := 0         // sends with no answer: a copy may still reach Redis
+	unannounced := false // released, but the server refused the unlock message
 	until := e.retryHorizon(time.Now())
 	for tries := 1; ; tries++ {
 		acked := -1
 		err = e.retryFor(ctx, r.Name, "release", r.Sync.Extra(), until, st, func(actx context.Context) (err error) {
-			res, acked, err = r.RunSynced(actx, e.rc)
+			var o reentrant.ReleaseOutcome
+			o, err = r.RunOutcome(actx, e.rc)
+			res, acked = o.Result, o.Acked
+			if o.Unannounced {
+				unannounced = true
+			}
 			if _, answered := rueidis.IsRedisErr(err); err != nil && !answered {
 				unknown++
 			}
@@ -611,6 +620,12 @@ func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (r
 	}
 	if unknown == 0 {
 		e.queueLatch(r.Name, r.RequestID)
+	}
+	if unannounced {
+		unsynced = join(unsynced, &MasterError{Addr: e.errAt(r.Name), Op: "release", kind: ErrAuth,
+			Err: fmt.Errorf("%q released without its unlock message: the server refused %s to the lock's channel (its ACL); "+
+				"waiters elsewhere wake only when the lease they saw ends (docs/safety.md: the ACL rlock needs)",
+				r.Name, r.Publish)})
 	}
 	return res, unsynced, nil
 }

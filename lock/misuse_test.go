@@ -289,27 +289,58 @@ func TestOOM(t *testing.T) {
 	must(t, h.Unlock(bg()))
 }
 
-// P1-77: an ACL user that may not publish on the unlock channel gets
-// ErrAuth from Unlock, and the lock is still held (nothing changed).
+// P1-77: an ACL user that may run the scripts but not PUBLISH to a lock's
+// channel (no channel at all, or not the PUBLISH command) releases without
+// the unlock message: the lock is free, the Held has ended, and Unlock
+// says so with ErrAuth. Before, the release was refused whole: the lock
+// stayed until its lease ran out, and Close could not release it either.
 func TestNoPermToPublish(t *testing.T) {
 	srv := integrationRedis(t)
 	rc := raw(t, srv)
-	must(t, do(t, rc, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "+@all", "resetchannels").Error())
-	c := newClient(t, lock.Config{Username: "locker", Password: "pw"}, srv)
-	h, err := c.Mutex("acl").Lock(bg())
-	must(t, err)
-	err = h.Unlock(bg())
-	if !errors.Is(err, lock.ErrAuth) {
-		t.Fatalf("Unlock without channel permission = %v, want ErrAuth", err)
-	}
-	checkOneLine(t, err)
-	if !exists(t, rc, "acl") || h.Context().Err() != nil {
-		t.Fatal("a refused Unlock changed the lock: Redis and the Held must both still hold it")
-	}
-	must(t, do(t, rc, "ACL", "SETUSER", "locker", "allchannels").Error())
-	must(t, h.Unlock(bg()))
-	if exists(t, rc, "acl") {
-		t.Fatal("lock still held after Unlock")
+	other := newClient(t, lock.Config{}, srv)
+	for _, deny := range []struct{ what, rule string }{
+		{"channels", "resetchannels"}, // no channel at all: the script's PUBLISH is refused
+		{"command", "-publish"},       // channels allowed, the PUBLISH command not
+	} {
+		must(t, do(t, rc, "ACL", "SETUSER", "locker-"+deny.what, "reset", "on", ">pw", "~*", "&*", "+@all", deny.rule).Error())
+		c := newClient(t, lock.Config{Username: "locker-" + deny.what, Password: "pw"}, srv)
+		for kind, m := range map[string]func(*lock.Client, string) *lock.Mutex{
+			"plain": (*lock.Client).Mutex,
+			"fair":  (*lock.Client).FairMutex,
+			"read":  func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).ReadLock() },
+			"write": func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).WriteLock() },
+		} {
+			t.Run(deny.what+"/"+kind, func(t *testing.T) {
+				n := name(t)
+				h, err := m(c, n).Lock(bg())
+				must(t, err)
+				err = h.Unlock(bg())
+				if kind == "fair" {
+					// A fair release tells only the queue's head: with
+					// nobody queued there is no message to refuse.
+					must(t, err)
+				} else {
+					if !errors.Is(err, lock.ErrAuth) || !strings.Contains(err.Error(), "without its unlock message") {
+						t.Fatalf("Unlock without PUBLISH permission = %v, want ErrAuth saying it released without the message", err)
+					}
+					checkOneLine(t, err)
+				}
+				if exists(t, rc, n) {
+					t.Fatal("Unlock without PUBLISH permission left the lock in Redis")
+				}
+				if h.Context().Err() == nil || errors.Is(context.Cause(h.Context()), lock.ErrLockLost) {
+					t.Fatalf("the released Held's context: %v, want ended without a loss", context.Cause(h.Context()))
+				}
+				if err := h.Unlock(bg()); !errors.Is(err, lock.ErrNotHeld) {
+					t.Fatalf("second Unlock = %v, want ErrNotHeld", err)
+				}
+				oh, err := m(other, n).TryLock(bg())
+				if err != nil {
+					t.Fatalf("another Client's TryLock after the release: %v", err)
+				}
+				must(t, oh.Unlock(bg()))
+			})
+		}
 	}
 }
 

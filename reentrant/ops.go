@@ -80,6 +80,24 @@ func (r Release) Run(ctx context.Context, c rueidis.Client) (ReleaseResult, erro
 // set again after the script: a write, so that the WAIT of a release sent
 // again, answered from the latch, still covers the copy that ran.
 func (r Release) RunSynced(ctx context.Context, c rueidis.Client) (ReleaseResult, int, error) {
+	o, err := r.RunOutcome(ctx, c)
+	return o.Result, o.Acked, err
+}
+
+// ReleaseOutcome is a release's answer in full (RunOutcome).
+type ReleaseOutcome struct {
+	Result ReleaseResult
+	Acked  int // replicas that acknowledged it, as RunSynced returns
+	// Unannounced: the release took the lock's last hold, but the server
+	// refused the unlock message (an ACL without PUBLISH, or without the
+	// lock's channel): nobody was told, and waiters elsewhere wake only
+	// when the lease they saw ends. Result is Released.
+	Unannounced bool
+}
+
+// RunOutcome is RunSynced that also reports a release made without its
+// unlock message (ReleaseOutcome.Unannounced).
+func (r Release) RunOutcome(ctx context.Context, c rueidis.Client) (ReleaseOutcome, error) {
 	latch := LatchName(r.Name, r.RequestID)
 	rearm := func() []rueidis.Completed {
 		return []rueidis.Completed{c.B().Pexpire().Key(latch).Milliseconds(r.LatchTTL.Milliseconds()).Build()}
@@ -87,8 +105,16 @@ func (r Release) RunSynced(ctx context.Context, c rueidis.Client) (ReleaseResult
 	sc, keys, args := r.call()
 	res, acked := r.Sync.runSynced(ctx, c, sc, keys, args, rearm)
 	out, err := parseRelease(res)
-	return out, acked, err
+	o := ReleaseOutcome{Result: out, Acked: acked}
+	if out == releasedUnannounced {
+		o.Result, o.Unannounced = Released, true
+	}
+	return o, err
 }
+
+// releasedUnannounced is the release scripts' 4 while it is parsed: the
+// lock was released without its unlock message (RunOutcome).
+const releasedUnannounced ReleaseResult = -1
 
 func parseRelease(res rueidis.RedisResult) (ReleaseResult, error) {
 	err := res.Error()
@@ -100,6 +126,8 @@ func parseRelease(res rueidis.RedisResult) (ReleaseResult, error) {
 	}
 	v, err := res.AsInt64()
 	switch {
+	case err == nil && v == 4:
+		return releasedUnannounced, nil
 	case err != nil:
 		return NotHeld, fmt.Errorf("%w: release: %v", ErrUnexpectedReply, err)
 	case v == 0:

@@ -5,14 +5,17 @@
 -- Redisson's spin lock), ARGV[5] latch ttl ms.
 -- A partial release never shortens the key's expiry (Redisson's resets it to the lease).
 -- Returns the latch's value when this request already ran, nil when the field
--- does not hold the lock, 0 when a hold remains, 1 when the lock was released.
--- Every command Redis may refuse (a non-integer count, the ACL refusing the
--- channel, OOM refusing the latch) comes before the first change, so that a
--- refused release changes nothing.
+-- does not hold the lock, 0 when a hold remains, 1 when the lock was released,
+-- 4 when it was released but the ACL refused the unlock message (P1-77: sent
+-- with pcall, so that a Client that may not publish can still release; nobody
+-- is told, waiters wake when the lease they saw ends).
+-- Every command Redis may refuse (a non-integer count, OOM refusing the latch)
+-- comes before the first change, so that a refused release changes nothing.
 local done = redis.call('get', KEYS[3])
 if done ~= false then
     return tonumber(done)
 end
+local heard = true -- the unlock message was published (or none was to be)
 local count = redis.call('hget', KEYS[1], ARGV[3])
 if count == false or redis.call('hexists', KEYS[1], 'mode') == 1 then
     -- not held, or a read-write lock's hash: not this lock's hold
@@ -31,8 +34,14 @@ if count > 1 then
     return 0
 end
 if ARGV[4] ~= '' then
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    local published = redis.pcall(ARGV[4], KEYS[2], ARGV[1])
+    if type(published) == 'table' and published.err then
+        heard = false -- the ACL refused the message (P1-77): released without it
+    end
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 redis.call('del', KEYS[1])
-return 1
+if heard then
+    return 1
+end
+return 4

@@ -7,12 +7,14 @@
 -- command, ARGV[5] latch ttl ms, ARGV[6] now (the client's clock, ms).
 -- Returns the latch's value when this request already ran, nil when the field does not
 -- hold the lock (the head is still woken when the lock is free, as Redisson's release
--- wakes it), 0 when a hold remains, 1 when the lock was released.
+-- wakes it), 0 when a hold remains, 1 when the lock was released, 4 when it was released
+-- but the ACL refused the message to the head (release.lua, P1-77).
 -- A partial release never shortens the key's expiry (Redisson's resets it to the lease).
 local done = redis.call('get', KEYS[5])
 if done ~= false then
     return tonumber(done)
 end
+local heard = true -- the unlock message was published (or none was to be)
 local count = redis.call('hget', KEYS[1], ARGV[3])
 if count ~= false and redis.call('hexists', KEYS[1], 'mode') == 1 then
     -- a read-write lock's hash: not this lock's hold
@@ -49,11 +51,17 @@ while true do
     redis.call('lpop', KEYS[2])
 end
 if head ~= false then
-    redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[1])
+    local published = redis.pcall(ARGV[4], KEYS[4] .. ':' .. head, ARGV[1])
+    if type(published) == 'table' and published.err then
+        heard = false -- the ACL refused the message (P1-77): released without it
+    end
 end
 if count == false then
     return nil
 end
 redis.call('set', KEYS[5], 1, 'px', ARGV[5])
 redis.call('del', KEYS[1])
-return 1
+if heard then
+    return 1
+end
+return 4

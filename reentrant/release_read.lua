@@ -6,7 +6,8 @@
 -- publish nothing), ARGV[4] latch ttl ms, ARGV[5] the lease of the field's holds left (ms).
 -- Returns the latch's value when this request already ran, nil when the field does not
 -- hold the lock, 0 when the field still has a hold, 1 when its last hold went (the lock
--- may still be held by other readers, or by this owner's write hold).
+-- may still be held by other readers, or by this owner's write hold), 4 as 1 when the ACL
+-- refused the unlock message (release.lua, P1-77).
 -- As Redisson's: the top hold's timeout key goes; while other holds remain, the hash's
 -- expiry becomes the longest of the remaining readers' timeout keys (never shorter than it
 -- was while a writer holds); with no reader left in mode read, the hash is deleted and '0'
@@ -18,6 +19,7 @@ local done = redis.call('get', KEYS[5])
 if done ~= false then
     return tonumber(done)
 end
+local heard = true -- the unlock message was published (or none was to be)
 local count = redis.call('hget', KEYS[1], ARGV[2])
 if count == false or redis.call('hexists', KEYS[1], 'mode') == 0 then
     -- not held, or another kind of lock's hash (no 'mode'): not this lock's hold
@@ -81,8 +83,14 @@ if fields > 1 and (left > 0 or mode == 'write') then
     return answer
 end
 if ARGV[3] ~= '' then
-    redis.call(ARGV[3], KEYS[2], ARGV[1])
+    local published = redis.pcall(ARGV[3], KEYS[2], ARGV[1])
+    if type(published) == 'table' and published.err then
+        heard = false -- the ACL refused the message (P1-77): released without it
+    end
 end
 redis.call('set', KEYS[5], 1, 'px', ARGV[4])
 redis.call('del', KEYS[1], KEYS[3] .. ':' .. count)
-return 1
+if heard then
+    return 1
+end
+return 4

@@ -3,7 +3,8 @@
 -- ARGV[1] unlock message ('1': wake all), ARGV[2] lease ms, ARGV[3] writer field,
 -- ARGV[4] publish command (empty: publish nothing), ARGV[5] latch ttl ms.
 -- Returns the latch's value when this request already ran, nil when the field does not
--- hold the lock, 0 when a write hold remains, 1 when the last one went: the hash is deleted,
+-- hold the lock, 0 when a write hold remains, 1 when the last one went (4 when the ACL
+-- refused the unlock message, release.lua, P1-77): the hash is deleted,
 -- or, when this owner still holds reads, 'mode' becomes 'read'. Both publish '1' (Redisson's
 -- publishes nothing when reads remain, leaving readers waiting until their timeout; the
 -- extra message only makes waiters try again). A partial release never shortens the key's
@@ -12,6 +13,7 @@ local done = redis.call('get', KEYS[3])
 if done ~= false then
     return tonumber(done)
 end
+local heard = true -- the unlock message was published (or none was to be)
 local count = redis.call('hget', KEYS[1], ARGV[3])
 if count == false then
     return nil
@@ -29,7 +31,10 @@ if count > 1 then
     return 0
 end
 if ARGV[4] ~= '' then
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    local published = redis.pcall(ARGV[4], KEYS[2], ARGV[1])
+    if type(published) == 'table' and published.err then
+        heard = false -- the ACL refused the message (P1-77): released without it
+    end
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 if redis.call('hlen', KEYS[1]) <= 2 then
@@ -38,4 +43,7 @@ else
     redis.call('hdel', KEYS[1], ARGV[3])
     redis.call('hset', KEYS[1], 'mode', 'read')
 end
-return 1
+if heard then
+    return 1
+end
+return 4

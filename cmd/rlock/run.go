@@ -758,13 +758,14 @@ func (r *runner) childEnv(lk locker) []string {
 
 // release unlocks with a fresh context bounded by releaseTimeout. A
 // failure other than a loss is reported on stderr and does not change the
-// exit status: the lock then expires after its lease.
+// exit status: a lock still held then expires after its lease (a release
+// whose unlock message the ACL refused has freed it: P1-77).
 func (r *runner) release(lk locker) error {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := lk.Unlock(ctx)
 	if err != nil && !errors.Is(err, lock.ErrLockLost) {
-		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("releasing lock %q: %v; it expires after its lease", r.o.name, err)))
+		fmt.Fprintln(errOut, prefixed(fmt.Sprintf("releasing lock %q: %v; if it is still held, it expires after its lease", r.o.name, err)))
 	}
 	return err
 }
