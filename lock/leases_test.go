@@ -1,7 +1,9 @@
 package lock_test
 
 import (
+	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,5 +49,85 @@ func TestWriteReentriesDoNotOutliveOneLease(t *testing.T) {
 				t.Fatalf("after 1..5 write re-entries with a %v lease the key's PTTL is %v: more than one lease", lease, ttls)
 			}
 		})
+	}
+}
+
+// R3-5: a Go fair waiter that is still waiting keeps its place, however
+// long the hold ahead of it lasts. A and B queue (FairLockWaitTimeout
+// 200 ms) behind a holder whose key has 1.5 s to live; the holder then
+// re-enters with a 5 s lease, so that A and B, still in their Lock calls,
+// sleep for the holder's new PTTL. The hold lasts past the lease they saw
+// plus the wait; C arrives, then the holder releases. The grant order must
+// be A, B, C.
+func TestFairLiveWaiterKeepsItsPlace(t *testing.T) {
+	srv := integrationRedis(t)
+	rc := raw(t, srv)
+	holder := newClient(t, lock.Config{}, srv)
+	wcfg := lock.Config{FairLockWaitTimeout: 200 * time.Millisecond}
+	waiters := map[string]*lock.Client{
+		"A": newClient(t, wcfg, srv),
+		"B": newClient(t, wcfg, srv),
+		"C": newClient(t, wcfg, srv),
+	}
+	n := name(t)
+	h, err := holder.FairMutex(n).Lock(bg(), lock.Lease(1500*time.Millisecond))
+	must(t, err)
+
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Second)
+	defer cancel()
+	order := make(chan string, 3)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	start := func(who string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := waiters[who].FairMutex(n).Lock(ctx)
+			if err != nil {
+				order <- who + " failed: " + err.Error()
+				return
+			}
+			order <- who // before the Unlock: the next grant follows it
+			_ = g.Unlock(bg())
+		}()
+	}
+	start("A")
+	awaitQueued(t, rc, n, 1)
+	queuedAt := time.Now()
+	start("B")
+	awaitQueued(t, rc, n, 2)
+	// The holder keeps the lock longer (a re-entry never shortens the
+	// key's expiry; it extends it to the longer lease).
+	inner, err := holder.FairMutex(n).Lock(h.Context(), lock.Lease(5*time.Second))
+	must(t, err)
+	if time.Since(queuedAt) > 1200*time.Millisecond {
+		t.Fatalf("A and B took %v to queue: the holder's first lease may have run out", time.Since(queuedAt))
+	}
+	// The hold lasts longer than the lease A and B saw plus the wait (the
+	// scenario's timing, not a synchronisation).
+	time.Sleep(2500*time.Millisecond - time.Since(queuedAt))
+	start("C")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(placesOf(t, rc, waiters["C"], n)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("C never queued: queue %v", queue(t, rc, n))
+		}
+		time.Sleep(10 * time.Millisecond) // polled: no signal for "queued in Redis"
+	}
+	t.Logf("queue when the holder releases: %v (A=%s B=%s C=%s)", queue(t, rc, n), waiters["A"].ID(), waiters["B"].ID(), waiters["C"].ID())
+	must(t, inner.Unlock(bg()))
+	must(t, h.Unlock(bg()))
+	var got []string
+	for range 3 {
+		select {
+		case w := <-order:
+			got = append(got, w)
+		case <-ctx.Done():
+			t.Fatalf("grants so far %v; the others were not granted within 20 s", got)
+		}
+	}
+	if !slices.Equal(got, []string{"A", "B", "C"}) {
+		t.Fatalf("grant order %v for arrivals A, B, C: a live fair waiter lost its place", got)
 	}
 }

@@ -652,6 +652,9 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 	if o.fair != nil {
 		l.joinFair(o.fair)
 		req.Queue, req.Wait = true, l.fair.wait
+		// A fair waiter sleeps at most WatchdogTimeout between attempts
+		// (sleepFair): while it waits, it keeps its place (R3-5).
+		req.KeepPlace = c.cfg.WatchdogTimeout
 	}
 	sent := time.Now()
 	res, sends, err := m.send(ctx, l, req, sent, o.until)

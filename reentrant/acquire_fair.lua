@@ -5,7 +5,12 @@
 -- KEYS[1] lock name, KEYS[2] queue, KEYS[3] timeouts, KEYS[4] the request's record.
 -- ARGV[1] lease ms, ARGV[2] holder field, ARGV[3] the holds the client knows the field has,
 -- ARGV[4] the wait ms (Redisson's threadWaitTime), ARGV[5] now (the client's clock, ms),
--- ARGV[6] '1' to join the queue when the lock cannot be had, '0' never to.
+-- ARGV[6] '1' to join the queue when the lock cannot be had, '0' never to,
+-- ARGV[7] the longest this waiter sleeps between its attempts (ms; '0' or absent: Redisson's
+-- rule). A queued waiter that sends it keeps its place (safety-3 R3-5): an attempt whose
+-- timeout, lowered by ARGV[4] for each grant that may come ahead of it (position - 1), would
+-- not outlast its next attempt (now + min(the wait it is told, ARGV[7])) raises it to that
+-- + position x ARGV[4]. Redisson's waiters keep Redisson's rule.
 -- Returns {status, value, position}:
 --   {1, count, 0}   acquired: the field has count holds (and is out of the queue);
 --   {0, wait, pos}  not acquired: pos is the field's place in the queue (1 the head,
@@ -76,8 +81,23 @@ if ttl == -2 then
     -- free, but another waiter comes first: until its timeout, unless woken
     ttl = math.max(0, tonumber(redis.call('zscore', KEYS[3], head) or '0') - now)
 end
-if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
-    return {0, ttl, (redis.call('lpos', KEYS[2], ARGV[2]) or -1) + 1}
+local mine = redis.call('zscore', KEYS[3], ARGV[2])
+if mine ~= false then
+    local pos = (redis.call('lpos', KEYS[2], ARGV[2]) or -1) + 1
+    local keep = tonumber(ARGV[7] or '0')
+    if keep > 0 and pos > 0 then
+        local sleep = keep
+        if ttl >= 0 and ttl < keep then
+            sleep = ttl
+        end
+        -- Raised only when the pos - 1 grants that may come before this
+        -- waiter heads the queue could leave its timeout before its next
+        -- attempt: a timeout Redisson's rule set is otherwise kept as is.
+        if tonumber(mine) - (pos - 1) * wait <= now + sleep then
+            redis.call('zadd', KEYS[3], now + sleep + pos * wait, ARGV[2])
+        end
+    end
+    return {0, ttl, pos}
 end
 if ARGV[6] ~= '1' then
     return {0, ttl, 0}

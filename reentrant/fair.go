@@ -56,7 +56,7 @@ func (r AcquireRequest) callFair(latch, known string) (*Script, []string, []stri
 		queue = "1"
 	}
 	return AcquireFairScript, []string{r.Name, FairQueueName(r.Name), FairTimeoutName(r.Name), latch},
-		[]string{ms(r.Lease), r.Field, known, ms(r.Wait), nowMs(), queue}
+		[]string{ms(r.Lease), r.Field, known, ms(r.Wait), nowMs(), queue, ms(r.KeepPlace)}
 }
 
 // callFair returns the script, keys and args of a ModeFair release.

@@ -58,6 +58,13 @@ type AcquireRequest struct {
 	// lock cannot be had.
 	Wait  time.Duration
 	Queue bool
+	// KeepPlace is ModeFair's too: a waiter already queued that asks again
+	// at most KeepPlace after each of its attempts (or when woken) keeps its
+	// place however long the hold ahead lasts: each attempt raises its
+	// timeout to now + min(the wait it is told, KeepPlace) + its position ×
+	// Wait (safety-3 R3-5). 0 keeps Redisson's rule, a timeout set once when
+	// the waiter joins, after which a live waiter is pruned like a dead one.
+	KeepPlace time.Duration
 }
 
 // AcquireResult is the answer to an AcquireRequest.
