@@ -97,15 +97,6 @@ func (r *round) check() roundResult {
 	res.injected = r.injected
 	res.overruns = slices.Clone(r.overruns)
 	r.injectMu.Unlock()
-	for i := range hs {
-		h := &hs[i]
-		res.writes += len(h.writes)
-		res.countLoss(hs, h)
-		res.countOverlaps(hs, h)
-		if fenced {
-			res.countFencing(hs, h)
-		}
-	}
 	rs := r.readings.snapshot()
 	res.readings = len(rs)
 	res.doubleGrants += rwOverlaps(hs, rs)
@@ -121,40 +112,67 @@ func (r *round) check() roundResult {
 	if res.outside {
 		reads = nil // no exclusion: counts are not modelled
 	}
-	reads = clean(hs, reads, failed)
-	res.reads = len(reads)
-	for _, rd := range reads {
-		lo, hi := countBounds(hs, rd)
-		switch {
-		case rd.count < lo:
-			res.countBelow++
-			res.badReads = append(res.badReads, fmt.Sprintf("owner %d count %d @%v-%v, at least %d", rd.field, rd.count, rd.call, rd.ret, lo))
-		case rd.count > hi:
-			res.countAbove++
-			res.badReads = append(res.badReads, fmt.Sprintf("owner %d count %d @%v-%v, at most %d", rd.field, rd.count, rd.call, rd.ret, hi))
-		}
-	}
 
 	r.events.mu.Lock()
 	res.lossDelay = r.events.lossDelay
 	r.events.mu.Unlock()
 
+	// Each name is a lock of its own (the multi topology has several):
+	// its holdings and reads are checked apart from the others'.
 	exclusion := !res.outside
 	res.model = modelName(exclusion, res.fence)
-	ops := operations(hs, reads)
-	res.result, res.info = porcupine.CheckOperationsVerbose(lockModel(exclusion, res.fence), ops, 30*time.Second)
-	if res.result == porcupine.Illegal && exclusion && res.fence {
-		// Which part of the model the history breaks.
-		var broken []string
-		if porcupine.CheckOperationsTimeout(lockModel(true, false), ops, 30*time.Second) == porcupine.Illegal {
-			broken = append(broken, "exclusion or hold counts")
+	var broken []string
+	for i := range r.names() {
+		ph, pr := byLock(hs, reads, i)
+		for j := range ph {
+			h := &ph[j]
+			res.writes += len(h.writes)
+			res.countLoss(ph, h)
+			res.countOverlaps(ph, h)
+			if fenced {
+				res.countFencing(ph, h)
+			}
 		}
-		if porcupine.CheckOperationsTimeout(lockModel(false, true), ops, 30*time.Second) == porcupine.Illegal {
-			broken = append(broken, "fencing")
+		pr = clean(ph, pr, failed)
+		res.reads += len(pr)
+		for _, rd := range pr {
+			lo, hi := countBounds(ph, rd)
+			switch {
+			case rd.count < lo:
+				res.countBelow++
+				res.badReads = append(res.badReads, fmt.Sprintf("L%d owner %d count %d @%v-%v, at least %d", rd.lock, rd.field, rd.count, rd.call, rd.ret, lo))
+			case rd.count > hi:
+				res.countAbove++
+				res.badReads = append(res.badReads, fmt.Sprintf("L%d owner %d count %d @%v-%v, at most %d", rd.lock, rd.field, rd.count, rd.call, rd.ret, hi))
+			}
 		}
-		if len(broken) == 0 {
-			broken = append(broken, "exclusion and fencing together")
+
+		ops := operations(ph, pr)
+		result, info := porcupine.CheckOperationsVerbose(lockModel(exclusion, res.fence), ops, 30*time.Second)
+		if i == 0 || result == porcupine.Illegal && res.result != porcupine.Illegal || result == porcupine.Unknown && res.result == porcupine.Ok {
+			res.result, res.info = result, info
 		}
+		if result == porcupine.Illegal && exclusion && res.fence {
+			// Which part of the model the history breaks.
+			var b []string
+			if porcupine.CheckOperationsTimeout(lockModel(true, false), ops, 30*time.Second) == porcupine.Illegal {
+				b = append(b, "exclusion or hold counts")
+			}
+			if porcupine.CheckOperationsTimeout(lockModel(false, true), ops, 30*time.Second) == porcupine.Illegal {
+				b = append(b, "fencing")
+			}
+			if len(b) == 0 {
+				b = append(b, "exclusion and fencing together")
+			}
+			if len(r.names()) > 1 {
+				for k := range b {
+					b[k] = fmt.Sprintf("%s on name %d", b[k], i)
+				}
+			}
+			broken = append(broken, b...)
+		}
+	}
+	if len(broken) > 0 {
 		res.model += " (breaks " + strings.Join(broken, ", ") + ")"
 	}
 	return res
@@ -609,6 +627,9 @@ func dump(hs []holding) string {
 	var b strings.Builder
 	for _, h := range hs {
 		fmt.Fprintf(&b, "#%d w%d/g%d owner %d token %d: lock %s→%s", h.id, h.worker, h.client, h.field, h.token, ms(h.call), ms(h.ret))
+		if h.lock > 0 || h.sibling || len(h.siblings) > 0 {
+			fmt.Fprintf(&b, " on name %d", h.lock)
+		}
 		if h.lease > 0 {
 			fmt.Fprintf(&b, " lease %v", h.lease)
 		}

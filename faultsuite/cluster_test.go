@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,6 +113,13 @@ type topology struct {
 	// without fencing tokens (Redisson has none for it), while readers
 	// share its read lock (one master; readers_test.go).
 	rw bool
+	// multi: the workers take a MultiLock over nNames names of one Client,
+	// and one worker plain Mutexes of those names (one master;
+	// multi_test.go).
+	multi bool
+	// bounded > 0: the rounds of the bounded default run (CI's), when
+	// fewer than defaultRounds, to keep CI's time.
+	bounded int
 }
 
 var topologies = []topology{
@@ -120,6 +128,7 @@ var topologies = []topology{
 	{name: "spin", masters: 1, quorum: 1, offset: 2 * defaultRounds, spin: true},
 	{name: "fair", masters: 1, quorum: 1, offset: 3 * defaultRounds, fair: true},
 	{name: "rwlock", masters: 1, quorum: 1, offset: 4 * defaultRounds, rw: true},
+	{name: "multi", masters: 1, quorum: 1, offset: 5 * defaultRounds, multi: true, bounded: 3},
 }
 
 // worker is one contending client: a lock.Client per master, as a separate
@@ -132,6 +141,10 @@ type worker struct {
 	spin    bool // takes Redisson's spin lock
 	fair    bool // takes Redisson's fair lock, without fencing tokens
 	rw      bool // takes the write lock of Redisson's read-write lock
+	multi   bool // takes a MultiLock over several names, or a plain Mutex of one (plainWorker)
+	// turn numbers the plain worker's holds in the multi topology, so
+	// that they go round the names.
+	turn atomic.Uint64
 	// fresh connects Clients of the worker's own to the masters, as
 	// clients but for one use (close-holding).
 	fresh func(ctx context.Context) ([]*lock.Client, error)
@@ -143,7 +156,7 @@ func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink, to
 	t.Helper()
 	ws := make([]*worker, nWorkers)
 	for i := range ws {
-		w := &worker{id: i, sink: sink, spin: topo.spin, fair: topo.fair, rw: topo.rw}
+		w := &worker{id: i, sink: sink, spin: topo.spin, fair: topo.fair, rw: topo.rw, multi: topo.multi}
 		w.fresh = func(ctx context.Context) ([]*lock.Client, error) {
 			var cs []*lock.Client
 			for m, s := range servers {
@@ -213,6 +226,9 @@ type locker interface {
 	// otherwise it is one attempt; lease > 0 is an explicit lease without
 	// the watchdog.
 	lock(ctx context.Context, blocking bool, lease time.Duration) (held, error)
+	// spans are the names a hold h of this locker covers, with its token
+	// for each.
+	spans(h held) []span
 }
 
 func (w *worker) locker(name string, tight bool) locker {
@@ -225,6 +241,9 @@ func (w *worker) locker(name string, tight bool) locker {
 
 // lockerOn is locker on the Clients cs, one per master.
 func (w *worker) lockerOn(cs []*lock.Client, name string) locker {
+	if len(cs) == 1 && w.multi {
+		return w.multiLocker(cs[0], name)
+	}
 	if len(cs) == 1 && w.spin {
 		return single{m: cs[0].SpinMutex(name, lock.SpinBackoff{})}
 	}
@@ -247,7 +266,10 @@ func (w *worker) lockerOn(cs []*lock.Client, name string) locker {
 type single struct {
 	m       *lock.Mutex
 	noFence bool // a fair lock, a read-write lock's write half: no token (Fence 0)
+	idx     int  // the index of its name in the round's (the multi topology's plain worker)
 }
+
+func (s single) spans(h held) []span { return []span{{lock: s.idx, token: h.Fence()}} }
 
 func (s single) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {
 	var opts []lock.Option
@@ -274,6 +296,8 @@ type redlock struct {
 	l   *multilock.Lock
 	obs *observe.Observer
 }
+
+func (r redlock) spans(h held) []span { return []span{{token: h.Fence()}} }
 
 func (r redlock) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {
 	opts := []lock.Option{lock.Fenced(), multilock.Observe(r.obs)}

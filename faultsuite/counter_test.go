@@ -50,22 +50,22 @@ func newDirect(t *testing.T, servers []*integration.Server) *direct {
 // topology. Owners are unique in the process, so a field is found by its
 // owner whatever Client (client id) made it.
 type counter struct {
-	name   string
+	names  []string // the round's names (lockNames)
 	conns  []rueidis.Client
 	quorum int
 }
 
 func (d *direct) counter(name string, topo topology) *counter {
-	return &counter{name: name, conns: d.conns[:topo.masters], quorum: topo.quorum}
+	return &counter{names: lockNames(name, topo), conns: d.conns[:topo.masters], quorum: topo.quorum}
 }
 
 func (c *counter) single() bool { return len(c.conns) == 1 }
 
-// countOn reads owner's hold count on master m.
-func (c *counter) countOn(m int, owner uint64) (int, bool) {
+// countOn reads owner's hold count of the round's name i on master m.
+func (c *counter) countOn(m, i int, owner uint64) (int, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
-	kv, err := c.conns[m].Do(ctx, c.conns[m].B().Hgetall().Key(c.name).Build()).AsStrMap()
+	kv, err := c.conns[m].Do(ctx, c.conns[m].B().Hgetall().Key(c.names[i]).Build()).AsStrMap()
 	if err != nil {
 		return 0, false
 	}
@@ -79,16 +79,16 @@ func (c *counter) countOn(m int, owner uint64) (int, bool) {
 	return 0, true
 }
 
-// count reads owner's count on a single master.
-func (c *counter) count(owner uint64) (int, bool) { return c.countOn(0, owner) }
+// count reads owner's count of name i on a single master.
+func (c *counter) count(i int, owner uint64) (int, bool) { return c.countOn(0, i, owner) }
 
-// held reads whether owner still holds the lock: on a single master its
+// held reads whether owner still holds the lock of name i: on a single master its
 // count is above 0; on RedLock a quorum of masters has its field. known
 // is false when too few masters answered to tell. n is the count on a
 // single master.
-func (c *counter) held(owner uint64) (held, known bool, n int) {
+func (c *counter) held(i int, owner uint64) (held, known bool, n int) {
 	if c.single() {
-		n, ok := c.count(owner)
+		n, ok := c.count(i, owner)
 		return n > 0, ok, n
 	}
 	var mu sync.Mutex
@@ -96,7 +96,7 @@ func (c *counter) held(owner uint64) (held, known bool, n int) {
 	var wg sync.WaitGroup
 	for m := range c.conns {
 		wg.Go(func() {
-			n, ok := c.countOn(m, owner)
+			n, ok := c.countOn(m, i, owner)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -14,7 +14,12 @@
 // exclusion and hold counts, not fencing) while two readers share the read
 // lock; a writer's write or a reader's look made, believing it held the
 // lock, after the other kind was granted is a double grant
-// (readers_test.go).
+// (readers_test.go). The multi case takes Redisson's getMultiLock on one
+// master: two workers take a MultiLock (multilock.NewMultiLock) over three
+// names of one Client, all or nothing, while the third takes a plain
+// fenced lock.Mutex of one of those names at each hold; a MultiLock's
+// acquisition is recorded as one hold per name, each with that name's
+// token (FenceOf), and every check below runs per name (multi_test.go).
 // Meanwhile a scheduler injects faults drawn from a seed: kill with a
 // delayed restart, restart keeping the (persisted) data, pauses and
 // partitions shorter and longer than the lease, a clock within the drift
@@ -55,7 +60,9 @@
 //
 //   - RLOCK_FAULT_ROUNDS: rounds per case (backend × lock). Default 6: the
 //     four cases' lead faults follow each other, so that a run over both
-//     backends leads with every kind at least once.
+//     backends leads with every kind at least once. The multi case runs 3
+//     by default, to keep CI's time; RLOCK_FAULT_ROUNDS or
+//     RLOCK_FAULT_DURATION sets it as any other.
 //   - RLOCK_FAULT_DURATION: time per case, such as 2m; alone, rounds run
 //     until it is spent. The test's -timeout also stops the rounds.
 //   - RLOCK_FAULT_SEED: round i of every case uses seed SEED+i. Random and

@@ -43,6 +43,7 @@ type history struct {
 // countRead is one HGET of a holder field's count, made on a direct
 // connection (no proxy, no fault), with its call and return times.
 type countRead struct {
+	lock      int // the index of the read's name in the round's names
 	field     uint64
 	call, ret instant
 	count     int
@@ -80,6 +81,14 @@ type holding struct {
 	// field share the hold (re-entries, shared owners).
 	client int
 	field  uint64
+	// lock is the index of its name in the round's names (the multi
+	// topology's: a MultiLock's acquisition is one holding per name);
+	// siblings are the holdings of its other names, on the first one
+	// only, and sibling marks those. Siblings share the writes' moments,
+	// the loss signal and the Unlock.
+	lock     int
+	siblings []*holding
+	sibling  bool
 	// lease is the explicit Lease; 0 for a watchdog hold.
 	lease  time.Duration
 	call   instant // Lock or TryLock called
@@ -112,48 +121,69 @@ type write struct {
 	accepted bool
 }
 
+// all is x and its siblings: the holdings of one acquisition.
+func (x *holding) all() []*holding { return append([]*holding{x}, x.siblings...) }
+
 // acquired records a grant returned to worker at ret, for a call made at
-// call, and wakes whoever waits for a grant.
-func (h *history) acquired(worker, client int, call instant, hd held, lease time.Duration) *holding {
+// call, covering the names of spans (one holding each, the first
+// returned), and wakes whoever waits for a grant.
+func (h *history) acquired(worker, client int, call instant, hd held, lease time.Duration, spans []span) *holding {
 	ret := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	x := &holding{
-		id: len(h.holdings), worker: worker, client: client, field: hd.Owner(), lease: lease,
-		call: call, ret: ret, token: hd.Fence(),
-		lostAt: never, unlockCall: never, unlockRet: never,
+	var first *holding
+	for _, sp := range spans {
+		x := &holding{
+			id: len(h.holdings), worker: worker, client: client, field: hd.Owner(), lock: sp.lock, lease: lease,
+			call: call, ret: ret, token: sp.token,
+			lostAt: never, unlockCall: never, unlockRet: never,
+		}
+		h.holdings = append(h.holdings, x)
+		if first == nil {
+			first = x
+		} else {
+			x.sibling = true
+			first.siblings = append(first.siblings, x)
+		}
+		h.watchLoss(x, hd.Context())
 	}
-	h.holdings = append(h.holdings, x)
 	close(h.granted)
 	h.granted = make(chan struct{})
+	return first
+}
+
+// watchLoss notes x's loss when ctx, its hold's context, is cancelled
+// with ErrLockLost.
+func (h *history) watchLoss(x *holding, ctx context.Context) {
 	// The loss signal: the context callback runs as soon as the context
 	// is cancelled. Its time is an upper bound; the worker also notes a
 	// loss it sees itself (noteLoss keeps the earliest). Redis is asked
 	// at once whether it still held the lock then (a false loss).
-	ctx := hd.Context()
 	context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), lock.ErrLockLost) {
 			h.noteLoss(x, h.now())
 			h.probeLoss(x)
 		}
 	})
-	return x
 }
 
-// read reads field's hold count from Redis now, in the history.
-func (h *history) read(field uint64) {
+// read reads the hold counts of x's field on each of its names from
+// Redis now, in the history.
+func (h *history) read(x *holding) {
 	if h.counter == nil || !h.counter.single() {
 		return
 	}
-	call := h.now()
-	n, ok := h.counter.count(field)
-	ret := h.now()
-	if !ok {
-		return
+	for _, y := range x.all() {
+		call := h.now()
+		n, ok := h.counter.count(y.lock, y.field)
+		ret := h.now()
+		if !ok {
+			continue
+		}
+		h.mu.Lock()
+		h.reads = append(h.reads, countRead{lock: y.lock, field: y.field, call: call, ret: ret, count: n})
+		h.mu.Unlock()
 	}
-	h.mu.Lock()
-	h.reads = append(h.reads, countRead{field: field, call: call, ret: ret, count: n})
-	h.mu.Unlock()
 }
 
 // probeLoss reads, in the background, whether Redis still holds x's
@@ -169,13 +199,13 @@ func (h *history) probeLoss(x *holding) {
 	go func() {
 		defer h.bg.Done()
 		call := h.now()
-		held, known, n := h.counter.held(x.field)
+		held, known, n := h.counter.held(x.lock, x.field)
 		ret := h.now()
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.probes = append(h.probes, lossProbe{holding: x.id, held: held, known: known})
 		if known && h.counter.single() {
-			h.reads = append(h.reads, countRead{field: x.field, call: call, ret: ret, count: n})
+			h.reads = append(h.reads, countRead{lock: x.lock, field: x.field, call: call, ret: ret, count: n})
 		}
 	}()
 }
@@ -196,12 +226,14 @@ func (h *history) close() {
 	h.bg.Wait()
 }
 
-// noteLoss records that x's context was found cancelled with ErrLockLost
-// at or before at.
+// noteLoss records that x's context (and its siblings') was found
+// cancelled with ErrLockLost at or before at.
 func (h *history) noteLoss(x *holding, at instant) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	x.lostAt = min(x.lostAt, at)
+	for _, y := range x.all() {
+		y.lostAt = min(y.lostAt, at)
+	}
 }
 
 // checkLoss notes a loss if ctx says so, now.
@@ -214,10 +246,21 @@ func (h *history) checkLoss(x *holding, ctx context.Context) {
 func (h *history) unlocked(x *holding, call, ret instant, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	x.unlockCall, x.unlockRet, x.unlockErr = call, ret, err
-	x.foundLost = errors.Is(err, lock.ErrLockLost)
-	if le, ok := errors.AsType[*lock.LostError](err); ok {
-		x.foundInRedis = le.Kind != observe.LossRenewFailed && le.Kind != observe.LossLeaseExpired
+	for _, y := range x.all() {
+		y.unlockCall, y.unlockRet, y.unlockErr = call, ret, err
+		y.foundLost = errors.Is(err, lock.ErrLockLost)
+		if le, ok := errors.AsType[*lock.LostError](err); ok {
+			y.foundInRedis = le.Kind != observe.LossRenewFailed && le.Kind != observe.LossLeaseExpired
+		}
+	}
+}
+
+// pause marks x and its siblings as paused past their lease.
+func (h *history) pause(x *holding) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, y := range x.all() {
+		y.paused = true
 	}
 }
 
@@ -228,7 +271,7 @@ func (h *history) waitGrants(ctx context.Context, from instant, n int) error {
 		ch := h.granted
 		got := 0
 		for _, x := range h.holdings {
-			if x.ret >= from {
+			if x.ret >= from && !x.sibling {
 				got++
 			}
 		}
@@ -289,14 +332,16 @@ func (h *history) observations() ([]countRead, []failedAcquire, []lossProbe) {
 	return append([]countRead(nil), h.reads...), append([]failedAcquire(nil), h.failed...), append([]lossProbe(nil), h.probes...)
 }
 
-// resource is the guarded resource: it accepts a write only with a token at
-// least as high as any it accepted before, in one atomic step.
+// resource is the guarded resource, one per name of the round: each
+// accepts a write only with a token at least as high as any it accepted
+// before, in one atomic step.
 type resource struct {
 	mu  sync.Mutex
-	max uint64
+	max [nNames]uint64
 }
 
-// write offers x's token to the resource. alive, when not nil, is the
+// write offers x's token to the resource, and each sibling's to its
+// name's, in one step. alive, when not nil, is the
 // holder's context: the write is made only if it is not cancelled at that
 // instant (a holder writes only while it believes it holds the lock), and
 // reports false otherwise. A nil alive is a holder that looked before and
@@ -313,14 +358,20 @@ func (r *resource) write(h *history, x *holding, alive context.Context, believed
 		}
 		believed = true
 	}
-	accepted := x.token >= r.max
-	if accepted {
-		r.max = x.token
+	xs := x.all()
+	accepted := make([]bool, len(xs))
+	for i, y := range xs {
+		accepted[i] = y.token >= r.max[y.lock]
+		if accepted[i] {
+			r.max[y.lock] = y.token
+		}
 	}
 	r.mu.Unlock()
 	ret := h.now()
 	h.mu.Lock()
-	x.writes = append(x.writes, write{call: call, ret: ret, at: at, believed: believed, accepted: accepted})
+	for i, y := range xs {
+		y.writes = append(y.writes, write{call: call, ret: ret, at: at, believed: believed, accepted: accepted[i]})
+	}
 	h.mu.Unlock()
 	return true
 }

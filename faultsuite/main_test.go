@@ -49,6 +49,9 @@ type settings struct {
 	duration time.Duration // per case; 0: until rounds are done
 	report   string        // file to append summaries to; "" for none
 	kinds    []string      // fault kinds to draw from; nil: all
+	// bounded: neither rounds nor duration was asked for, so rounds is
+	// defaultRounds (CI's run); a topology may run fewer (topology.bounded).
+	bounded bool
 }
 
 func loadSettings() (settings, error) {
@@ -89,7 +92,7 @@ func loadSettings() (settings, error) {
 		}
 	}
 	if s.rounds == 0 && s.duration == 0 {
-		s.rounds = defaultRounds
+		s.rounds, s.bounded = defaultRounds, true
 	}
 	return s, nil
 }

@@ -45,6 +45,9 @@ func runCase(t *testing.T, s settings, cl *cluster, topo topology) {
 		c.readers = newReaders(t, cl.servers[0])
 	}
 	sum := newSummary(cl.backend, topo)
+	if s.bounded && topo.bounded > 0 {
+		s.rounds = min(s.rounds, topo.bounded)
+	}
 	start := time.Now()
 	deadline, hasDeadline := t.Deadline()
 	for i := 0; s.rounds == 0 || i < s.rounds; i++ {

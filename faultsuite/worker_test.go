@@ -134,13 +134,13 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 		think(ctx, randDuration(rng, minThink, maxThink))
 		return false
 	}
-	x := r.hist.acquired(w.id, o.client, call, h, o.lease)
-	r.hist.read(x.field)
+	x := r.hist.acquired(w.id, o.client, call, h, o.lease, o.lk.spans(h))
+	r.hist.read(x)
 	if o.pause == nil && o.client == w.id && o.lockCtx == nil {
 		w.sink.held(w.id, h.Owner())
 	}
 	r.res.write(r.hist, x, h.Context(), false)
-	r.hist.read(x.field)
+	r.hist.read(x)
 	var nested sync.WaitGroup
 	if o.nested {
 		nctx, stop := r.bound(ctx, h.Context())
@@ -204,7 +204,7 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 		ucancel()
 	}
 	r.hist.unlocked(x, ucall, r.hist.now(), err)
-	r.hist.read(x.field)
+	r.hist.read(x)
 	nested.Wait()
 	return true
 }
@@ -238,14 +238,15 @@ func (w *worker) closeHolding(ctx context.Context, r *round, rng *rand.Rand) {
 		return errors.Join(errs...)
 	}
 	call := r.hist.now()
-	h, err := w.lockerOn(cs, r.name).lock(ctx, rng.IntN(10) < blockingShare, 0)
+	lk := w.lockerOn(cs, r.name)
+	h, err := lk.lock(ctx, rng.IntN(10) < blockingShare, 0)
 	if err != nil {
 		_ = closeAll()
 		think(ctx, randDuration(rng, minThink, maxThink))
 		return
 	}
-	x := r.hist.acquired(w.id, w.id, call, h, 0)
-	r.hist.read(x.field)
+	x := r.hist.acquired(w.id, w.id, call, h, 0, lk.spans(h))
+	r.hist.read(x)
 	r.res.write(r.hist, x, h.Context(), false)
 	work(h.Context(), randDuration(rng, minWork, maxWork))
 	ucall := r.hist.now()
@@ -256,7 +257,7 @@ func (w *worker) closeHolding(ctx context.Context, r *round, rng *rand.Rand) {
 	}
 	err = <-closed
 	r.hist.unlocked(x, ucall, r.hist.now(), err)
-	r.hist.read(x.field)
+	r.hist.read(x)
 }
 
 // shared is a group of two or three goroutines of one worker sharing one
@@ -321,9 +322,7 @@ func (w *worker) ownerCtx(ctx context.Context, r *round, rng *rand.Rand, m worke
 func (w *worker) pausePastLease(r *round, x *holding, h held, pr *pauseRequest) {
 	defer close(pr.done)
 	believed := h.Context().Err() == nil
-	r.hist.mu.Lock()
-	x.paused = true
-	r.hist.mu.Unlock()
+	r.hist.pause(x)
 	time.Sleep(pr.d)
 	r.res.write(r.hist, x, nil, believed)
 }
