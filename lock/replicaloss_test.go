@@ -174,8 +174,9 @@ func TestReplicaSyncAHoldIsKeptAcrossAFailoverToAMasterWithoutReplicas(t *testin
 	// owner and learn from its ROLE that it has no replica, failing closed
 	// (WAIT 1) meanwhile; under test.sh's parallel packages that took over
 	// 6 s once (a CI run lost the hold 5.9 s after the failover with a 6 s
-	// lease). At 841bfb0 the hold is lost one lease after the failover
-	// whatever the lease, so 9 s still fails within the 15 s watched.
+	// lease). With stage 1's first rule (527de24, before d2ca5ba) the hold
+	// is lost one lease after the failover whatever the lease: with 9 s it
+	// was lost 8.9 s after, within the 15 s watched (checked).
 	c := newClient(t, lock.Config{Cluster: true, Addrs: cl.Addrs(), WatchdogTimeout: 9 * time.Second, RenewInterval: 2 * time.Second,
 		CommandTimeout: 300 * time.Millisecond, ReplicaSyncTimeout: 200 * time.Millisecond})
 	var n string
