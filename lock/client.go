@@ -274,7 +274,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	c.route.sentinel = rc.Mode() == rueidis.ClientModeSentinel
 	c.route.enter, c.route.exit, c.route.spawn = c.enter, c.exit, c.wk.spawn
 	c.wk.bg = &c.bg
-	c.cleaner = latchCleaner{rc: rc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan latch, latchQueue)}
+	c.cleaner = latchCleaner{rc: rc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan string, latchQueue)}
 	c.queues.m, c.queues.settling, c.queues.spawn, c.queues.timeout = map[string]*queue{}, &c.settling, c.wk.spawn, cfg.CommandTimeout
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.route.at, c.route.readSlots, c.route.refreshSlots

@@ -81,7 +81,7 @@ type env struct {
 	index map[holdKey]*hold
 
 	recordMin time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
-	latches   chan latch      // answered releases' unlock latches, for the cleaner
+	latches   chan string     // answered releases' unlock latches, for the cleaner
 	settleCtx context.Context // ends settlers: cancelled by Close
 	settling  *tally          // settlers of unsettled requests, waited for by Close within its ctx
 
@@ -592,8 +592,10 @@ func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (r
 			if o.Unannounced {
 				unannounced = true
 			}
-			if _, answered := rueidis.IsRedisErr(err); err != nil && !answered {
-				unknown++
+			if err != nil {
+				if _, answered := rueidis.IsRedisErr(err); !answered {
+					unknown++
+				}
 			}
 			return err
 		})
@@ -635,7 +637,7 @@ func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (r
 // reach any more.
 func (e *env) queueLatch(name, id string) {
 	select {
-	case e.latches <- latch{reentrant.LatchName(name, id), time.Now()}:
+	case e.latches <- reentrant.LatchName(name, id):
 	default: // the latch expires by itself
 	}
 }
