@@ -104,40 +104,35 @@ func (r Release) RunOutcome(ctx context.Context, c rueidis.Client) (ReleaseOutco
 	}
 	sc, keys, args := r.call()
 	res, acked := r.Sync.runSynced(ctx, c, sc, keys, args, rearm)
-	out, err := parseRelease(res)
-	o := ReleaseOutcome{Result: out, Acked: acked}
-	if out == releasedUnannounced {
-		o.Result, o.Unannounced = Released, true
-	}
+	o, err := parseRelease(res)
+	o.Acked = acked
 	return o, err
 }
 
-// releasedUnannounced is the release scripts' 4 while it is parsed: the
-// lock was released without its unlock message (RunOutcome).
-const releasedUnannounced ReleaseResult = -1
-
-func parseRelease(res rueidis.RedisResult) (ReleaseResult, error) {
+// parseRelease reads a release script's reply: nil not held, 0 still held,
+// 1 released, 2 fenced, 4 released without the unlock message.
+func parseRelease(res rueidis.RedisResult) (ReleaseOutcome, error) {
 	err := res.Error()
 	if rueidis.IsRedisNil(err) {
-		return NotHeld, nil
+		return ReleaseOutcome{Result: NotHeld}, nil
 	}
 	if err != nil {
-		return NotHeld, err
+		return ReleaseOutcome{Result: NotHeld}, err
 	}
 	v, err := res.AsInt64()
 	switch {
-	case err == nil && v == 4:
-		return releasedUnannounced, nil
 	case err != nil:
-		return NotHeld, fmt.Errorf("%w: release: %v", ErrUnexpectedReply, err)
+		return ReleaseOutcome{Result: NotHeld}, fmt.Errorf("%w: release: %v", ErrUnexpectedReply, err)
 	case v == 0:
-		return StillHeld, nil
+		return ReleaseOutcome{Result: StillHeld}, nil
 	case v == 1:
-		return Released, nil
+		return ReleaseOutcome{Result: Released}, nil
 	case v == 2:
-		return Fenced, nil
+		return ReleaseOutcome{Result: Fenced}, nil
+	case v == 4:
+		return ReleaseOutcome{Result: Released, Unannounced: true}, nil
 	}
-	return NotHeld, fmt.Errorf("%w: release returned %d", ErrUnexpectedReply, v)
+	return ReleaseOutcome{Result: NotHeld}, fmt.Errorf("%w: release returned %d", ErrUnexpectedReply, v)
 }
 
 // ForceUnlock deletes the lock whoever holds it and, when there was one,
