@@ -2,7 +2,6 @@ package multilock
 
 import (
 	"context"
-	"slices"
 
 	"github.com/rlock-go/rlock/internal/oneline"
 	"github.com/rlock-go/rlock/reentrant"
@@ -55,16 +54,11 @@ import (
 // each name's tokens increase as a single fenced lock's do, and one
 // name's counter is never raised to another's.
 
-// groupNames sets the Lock's fencing groups and what errors call its
-// members.
+// groupNames sets the Lock's fencing groups.
 func (l *Lock) groupNames() {
 	l.group = make([]int, len(l.ms))
-	l.parts = "masters"
 	byName := map[string]int{}
 	for i, m := range l.ms {
-		if slices.Contains(l.addrs[:i], l.addrs[i]) {
-			l.parts = "locks"
-		}
 		key := m.Name()
 		if l.kind == kindRedLock {
 			key = "" // one group

@@ -128,17 +128,20 @@ func newLock(kind string, quorum int, ms []*lock.Mutex) *Lock {
 	return l
 }
 
-// distinct checks that no two members are one lock. A RedLock's members
-// are on independent masters: never two on one Client or one address. A
-// MultiLock's may share a Client (Redisson's getMultiLock over names of
-// one client) or an address, but not a name there: one owner cannot hold
-// a name twice under two holders, and a read and a write half of one
-// name exclude each other.
+// distinct checks that no two members are one lock, and sets what errors
+// call the members (parts). A RedLock's members are on independent
+// masters: never two on one Client or one address. A MultiLock's may share
+// a Client (Redisson's getMultiLock over names of one client) or an
+// address, but not a name there: one owner cannot hold a name twice under
+// two holders, and a read and a write half of one name exclude each other.
 func (l *Lock) distinct() error {
+	l.parts = "masters"
 	for i, m := range l.ms {
 		for j, o := range l.ms[:i] {
-			sameClient := m.Client() == o.Client()
-			sameMaster := sameClient || l.addrs[i] == l.addrs[j]
+			sameMaster := m.Client() == o.Client() || l.addrs[i] == l.addrs[j]
+			if sameMaster {
+				l.parts = "locks"
+			}
 			switch {
 			case l.kind == kindRedLock && sameMaster:
 				return invalidf("RedLock needs independent masters, one Mutex each: mutexes %d and %d are both on %s "+
