@@ -403,6 +403,13 @@ func (e *env) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) 
 // subscription, deletes the unlock latches it left, and closes the connection if New opened it. A second
 // Close returns ErrClosed.
 //
+// Close returns when ctx ends, also while a call of another goroutine
+// still has its request in flight (a request ends at its CommandTimeout):
+// its error then names the lock, and that call, which sees the Client
+// closed, returns ErrClosed and gives back what its request granted; the
+// connection stays open until it has (within its CommandTimeout and one
+// give-back). What is left in Redis expires within its lease.
+//
 // May return ErrClosed, ErrUnavailable (some locks could not be released:
 // they expire after their lease), ErrInvalid (a nil or zero Client, a nil
 // ctx).
@@ -422,15 +429,17 @@ func (c *Client) Close(ctx context.Context) error {
 	close(c.done)
 	c.mu.Unlock()
 
-	// Calls in flight see done and return; wait for them so that none
-	// acquires after the release below.
+	// Calls in flight see done and return, but for a request on the
+	// wire, which ends at its CommandTimeout (or its caller's ctx): wait
+	// for them within ctx, not past it. A call that is still running
+	// holds its hold's turn, so closeHold below names that lock and
+	// leaves it to the call, which sees the Client closed: a grant its
+	// request makes is never born (born checks the Client, under the
+	// guard endClosed ends the Helds with) but given back, on the
+	// connection teardown closes only once the calls have returned.
 	var errs []error
-	if c.ops.wait(ctx) > 0 {
-		errs = append(errs, wrapf(ctx.Err(), "close: waiting for calls in flight"))
-		// Calls end within one command: they select on c.done, and a
-		// request in flight ends at its CommandTimeout. Not waiting for
-		// them would let one acquire after the releases below.
-		c.ops.wait(context.Background())
+	if n := c.ops.wait(ctx); n > 0 {
+		errs = append(errs, wrapf(ctx.Err(), "close: %d calls in flight had not returned (each gives back what its request granted, within its CommandTimeout)", n))
 	}
 
 	// The holds are listed before the settlers stop: a settler stopped
@@ -479,6 +488,10 @@ func (c *Client) Close(ctx context.Context) error {
 // connection to a master that does not answer takes rueidis a second).
 func (c *Client) teardown(torn chan<- struct{}) {
 	defer close(torn)
+	// Calls Close did not wait for (its ctx ended) give back what their
+	// requests granted on this connection: each returns within its
+	// CommandTimeout, plus a give-back's.
+	c.ops.wait(context.Background())
 	c.bg.Wait()
 	c.hub.Close()
 	if c.owned {
@@ -499,7 +512,13 @@ func (l *hold) closeHold(ctx context.Context) error {
 		lost = helds[0].context().Done()
 	}
 	if err := l.take(ctx, nil, lost); err != nil {
-		return l.endClosed(helds, nil)
+		if errors.Is(err, errLostWhileWaiting) {
+			return l.endClosed(helds, nil) // lost: nothing to release
+		}
+		// A call holds the turn past Close's ctx, its request in flight:
+		// what the request does is the call's to settle or give back;
+		// what stays in Redis expires within its lease.
+		return l.endClosed(helds, wrapf(err, "close: %q: a call's request was still in flight, left to that call (a hold left in Redis expires within its lease)", l.name))
 	}
 	defer l.give()
 	if err := l.closeSettle(ctx); err != nil {

@@ -682,8 +682,12 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 	// that timed out, or one after a copy sent again (the copy that ran
 	// was not the one it followed), leaves it unconfirmed.
 	unconfirmed := req.Sync.Replicas > 0 && (res.Acked <= 0 || sends > 1)
-	if ctx.Err() == nil && !c.e.closed() && !late && !unconfirmed {
-		return outcome{held: l.born(ctx, c, owner, o, lease, sent, res)}, false, nil
+	if ctx.Err() == nil && !late && !unconfirmed {
+		// nil once the Client is closed: born checks it under the guard
+		// Close ends the Helds with.
+		if held := l.born(ctx, c, owner, o, lease, sent, res); held != nil {
+			return outcome{held: held}, false, nil
+		}
 	}
 	return m.unusable(ctx, l, req.Sync, unconfirmed && !late, unsynced)
 }
@@ -813,11 +817,19 @@ func (l *hold) known(ctx context.Context, fenced bool) int {
 
 // born makes the Held of an acquisition, holding the turn, and has the
 // watchdog track it: a new entry for a first hold, the same one for a
-// re-entry.
+// re-entry. It returns nil once the Client is closed: the grant is then
+// the caller's to give back.
 func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
 	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
 		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
 	l.e.mu.Lock()
+	if l.e.closed() {
+		// Checked under the guard Close's endClosed takes to end the
+		// Helds: a Held is either among those Close ends, or never born
+		// (Close's ctx may have ended while this call held the turn).
+		l.e.mu.Unlock()
+		return nil
+	}
 	first := l.entry == nil
 	l.helds = append(l.helds, held)
 	if held.renew {

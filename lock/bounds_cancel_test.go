@@ -1,0 +1,155 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlock-go/rlock/lock"
+)
+
+// Issue 29, stage 3, the two gaps left after R3-9: a call whose ctx is
+// cancelled (no deadline) while its request is alone on its connection
+// returned one CommandTimeout late (review: 2.9 s with the default 3 s);
+// and Close waited for calls in flight, each up to one CommandTimeout
+// past Close's own ctx (review: 2.7 s past a 200 ms ctx). The second is
+// fixed; the first is a documented limit (docs/safety.md, "Bounded by
+// the caller's ctx"): rueidis bounds a request alone on its connection by
+// its deadline only, and both ways to see a cancellation cost more than
+// the issue's speed bound allows (measured with bench -only latency: a
+// send handed to a worker, 1.65 × rlock's scripts sent raw, against
+// 1.05; pipelining mode, 1.20 × the floor).
+
+// cancelledCT is the CommandTimeout of these tests: long enough that a
+// call bounded by it, not by its ctx, shows plainly.
+const cancelledCT = 2 * time.Second
+
+// A TryLock, a Lock and an Unlock whose ctx is cancelled (context.WithCancel:
+// no deadline) while their request is in flight to a stopped master
+// return within their request's CommandTimeout, with the outcome of a cut
+// call (an error; an Unlock's "unconfirmed", its Held's context done),
+// and leave the lock free within a lease of the master's resumption.
+// The overrun past the cancellation is logged.
+func TestBoundCancelledCallsWhileTheMasterIsStopped(t *testing.T) {
+	for _, what := range []string{"TryLock", "Lock", "Unlock"} {
+		t.Run(what, func(t *testing.T) {
+			srv := integrationRedis(t)
+			lease := 5 * time.Second
+			c := newClient(t, lock.Config{WatchdogTimeout: lease, CommandTimeout: cancelledCT}, srv)
+			other := newClient(t, lock.Config{}, srv)
+			warm(t, c)
+			n := name(t)
+			var h *lock.Held
+			if what == "Unlock" {
+				var err error
+				h, err = c.Mutex(n).Lock(bg())
+				must(t, err)
+			}
+			resume := pause(t, srv)
+			ctx, cancel := context.WithCancel(bg())
+			defer cancel()
+			call := goCall(func() error {
+				switch what {
+				case "TryLock", "Lock":
+					m := c.Mutex(n)
+					acquire := m.TryLock
+					if what == "Lock" {
+						acquire = m.Lock
+					}
+					g, err := acquire(ctx)
+					if err == nil {
+						_ = g.Unlock(bg())
+						return errors.New("granted")
+					}
+					return err
+				}
+				return h.Unlock(ctx)
+			})
+			time.Sleep(100 * time.Millisecond) // the fault's timing: the request is on the wire
+			end := time.Now()
+			cancel()
+			r := awaitCall(t, what+" cancelled in flight, master stopped", call, end, resume)
+			checkBound(t, what+" cancelled in flight, master stopped", r, end, cancelledCT+boundSlack)
+			if !r.late && (r.err == nil || r.err.Error() == "granted") {
+				t.Errorf("%s cancelled in flight = %v, want an error", what, r.err)
+			}
+			if what == "Unlock" && !r.late {
+				if !errors.Is(r.err, lock.ErrUnavailable) || !strings.Contains(r.err.Error(), "unconfirmed") {
+					t.Errorf("Unlock cancelled in flight = %v, want ErrUnavailable saying unconfirmed", r.err)
+				}
+				select {
+				case <-h.Done():
+				default:
+					t.Errorf("the Held's context was not done when its cancelled Unlock returned")
+				}
+			}
+			resume()
+			freeWithinALease(t, other, n, lease)
+		})
+	}
+}
+
+// Close whose ctx ends while another goroutine's acquire is in flight to a
+// stopped master returns within its ctx, and its error names the lock
+// whose request it left to that call. unanswered: the master resumes only
+// after the acquire's CommandTimeout, so the grant its request made
+// expires within one lease; answered: the master resumes 1.2 s after Close
+// returned, within the acquire's CommandTimeout, and the acquire is
+// answered (granted) on the Client's connection, which Close leaves open
+// until its calls have returned; the call gives the grant back at once.
+func TestBoundCloseWithACallInFlight(t *testing.T) {
+	for _, answered := range []bool{false, true} {
+		what := map[bool]string{false: "unanswered", true: "answered"}[answered]
+		t.Run(what, func(t *testing.T) {
+			srv := integrationRedis(t)
+			lease := 5 * time.Second
+			c, err := lock.New(bg(), lock.Config{Addrs: []string{srv.Addr()}, WatchdogTimeout: lease, CommandTimeout: cancelledCT})
+			must(t, err)
+			other := newClient(t, lock.Config{}, srv)
+			warm(t, c)
+			n := name(t)
+			resume := pause(t, srv)
+			call := goAcquire(func() (*lock.Held, error) {
+				return c.Mutex(n).TryLock(bg()) // bounded by its CommandTimeout only
+			})
+			time.Sleep(100 * time.Millisecond) // the fault's timing: the acquire is on the wire
+			ctx, cancel := context.WithTimeout(bg(), 200*time.Millisecond)
+			defer cancel()
+			end, _ := ctx.Deadline()
+			cl := goCall(func() error { return c.Close(ctx) })
+			r := awaitCall(t, "Close with an acquire in flight, master stopped", cl, end, resume)
+			checkBound(t, "Close with an acquire in flight, master stopped", r, end, boundSlack)
+			if !r.late && (r.err == nil || !strings.Contains(r.err.Error(), n)) {
+				t.Errorf("Close with an acquire in flight = %v, want an error naming %q", r.err, n)
+			}
+			if answered {
+				// Later than rueidis takes to close a connection to a silent
+				// master (a second), earlier than the acquire's CommandTimeout:
+				// the answer comes on the connection only if Close left it open.
+				time.Sleep(1200 * time.Millisecond)
+				resume()
+			}
+			// The call itself ends within its CommandTimeout, with no hold.
+			a := awaitCall(t, "the acquire in flight at Close", call, time.Now().Add(cancelledCT), resume)
+			if !a.late && (a.err == nil || a.err.Error() == "granted") {
+				t.Errorf("the acquire in flight at Close = %v, want an error", a.err)
+			}
+			if answered && !errors.Is(a.err, lock.ErrClosed) {
+				t.Errorf("the acquire answered after Close = %v, want ErrClosed", a.err)
+			}
+			resume()
+			if !answered {
+				freeWithinALease(t, other, n, lease)
+				return
+			}
+			// Given back by the call: free now, not a lease later.
+			g, err := other.Mutex(n).TryLock(bg())
+			if err != nil {
+				t.Fatalf("the grant of an acquire answered after Close was not given back: %v", err)
+			}
+			must(t, g.Unlock(bg()))
+		})
+	}
+}
