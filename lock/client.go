@@ -306,6 +306,10 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		Sync:     c.reps.renewSync,
 		Acked:    c.reps.acked,
 		Apart:    owned,
+		// A renewal given up on is waited for this long before a new
+		// acquisition of its field goes out (R3-6): the bound a goroutine
+		// may outlive Close by.
+		Straggle: 2 * cfg.CommandTimeout,
 	})
 	if err != nil {
 		return nil, invalidf("%v", err)

@@ -593,15 +593,8 @@ func (m *Mutex) attempt(ctx context.Context, l *hold, owner uint64, o options) (
 		// both pass it.
 		return outcome{}, join(ErrNotAcquired, err)
 	}
-	// An earlier request's fate first, for as long as one command may
-	// take: an outage is the caller's to ride out, not this attempt's.
-	if l.unsettled != nil { // (no timer for the common case)
-		sctx, cancel := context.WithTimeout(ctx, 2*c.cfg.CommandTimeout)
-		err := l.settle(sctx, stops{a: c.done, caller: true})
-		cancel()
-		if err != nil {
-			return outcome{}, join(ErrNotAcquired, err)
-		}
+	if err := l.before(ctx); err != nil {
+		return outcome{}, join(ErrNotAcquired, err)
 	}
 	lease := o.lease
 	if lease == 0 {
@@ -613,6 +606,30 @@ func (m *Mutex) attempt(ctx context.Context, l *hold, owner uint64, o options) (
 			return out, err
 		}
 	}
+}
+
+// before orders what must precede an acquire of l's field, holding the
+// turn: an earlier request's fate, for as long as one command may take
+// (an outage is the caller's to ride out, not this attempt's); and, for a
+// new acquisition (no live Held), every renewal of the field the watchdog
+// gave up on, within ctx: landing after this acquire, it would stretch
+// its lease (R3-6).
+func (l *hold) before(ctx context.Context) error {
+	if l.unsettled != nil { // (no timer for the common case)
+		sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+		err := l.settle(sctx, stops{a: l.e.done, caller: true})
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	if !l.e.wd.Straying() || l.live() {
+		return nil
+	}
+	if err := l.e.wd.Quiet(ctx, l.name, l.field); err != nil {
+		return masterErr(l.e.at(l.name), "acquire", fmt.Errorf("%w: a renewal of this owner's earlier hold is still unanswered: %w", ErrUnavailable, err))
+	}
+	return nil
 }
 
 // dropOtherKind resolves, holding the turn, what l's field left as another

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -41,6 +42,13 @@ type Config struct {
 	// only for a client whose pool of dedicated connections nothing else
 	// can use up: rueidis waits for one of them without a bound.
 	Apart bool
+	// Straggle is how long a round trip given up on at its tick's
+	// deadline is still waited for, in the background: until its answer
+	// comes, Quiet holds back a new acquisition of each field it renews
+	// (a renewal that lands after the field's release and its next
+	// acquisition would stretch that acquisition's lease: safety review
+	// 3, R3-6). Past it the round trip is judged lost. Default: Lease.
+	Straggle time.Duration
 }
 
 // DefaultRoundTrip is Config.RoundTrip's default.
@@ -122,6 +130,28 @@ type Registry struct {
 	wakeAt   time.Time       // when Run's timer fires; zero while Run decides (or before it runs)
 
 	strays sync.WaitGroup // round trips given up on at their deadline, still unanswered (see roundTrip)
+	// straying are those strays by the (name, field) they renew, for
+	// Quiet; guarded by mu. nstrays counts them, for Quiet's fast path.
+	straying map[field][]*stray
+	nstrays  atomic.Int64
+	// leaving are the fields whose entry was removed (released, lost)
+	// while the tick in flight carried its renewal, for Quiet: that
+	// renewal is still on the wire until the tick ends. Guarded by mu;
+	// cleared by endTick; nleaving is its size, for Quiet's fast path.
+	leaving  map[field]chan struct{}
+	nleaving atomic.Int64
+}
+
+// field is a lock name and a holder field.
+type field struct{ name, field string }
+
+// stray is a renewal round trip given up on at its tick's deadline and
+// still waited for (send). Guarded by Registry.mu but for fin.
+type stray struct {
+	fields []field
+	fin    chan struct{} // closed when it ended: answered, or judged lost at its Straggle
+	ended  bool          // it ended before it was given up on
+	listed bool          // in Registry.straying
 }
 
 // New returns an empty Registry for the master behind c.
@@ -132,7 +162,11 @@ func New(c rueidis.Client, cfg Config) (*Registry, error) {
 	if cfg.RoundTrip == 0 {
 		cfg.RoundTrip = DefaultRoundTrip
 	}
-	return &Registry{c: c, cfg: cfg, epoch: time.Now(), entries: map[*Entry]struct{}{}, nudge: make(chan struct{}, 1)}, nil
+	if cfg.Straggle <= 0 {
+		cfg.Straggle = cfg.Lease
+	}
+	return &Registry{c: c, cfg: cfg, epoch: time.Now(), entries: map[*Entry]struct{}{}, nudge: make(chan struct{}, 1),
+		straying: map[field][]*stray{}}, nil
 }
 
 // Track starts tracking a lock that was acquired by a request sent at
@@ -216,8 +250,11 @@ func (r *Registry) wake() {
 // not renew it (a renewal landing after the release would read as a
 // loss), but it is still judged: if its lease must have run out before
 // End, it is declared lost. When a tick carrying e is in flight, Begin
-// waits for it to end (bounded by ctx), so no renewal of e reaches the
-// server after the release that follows. Every Begin needs an End.
+// waits for it to end (bounded by ctx), so no renewal of that tick
+// reaches the server after the release that follows. A round trip an
+// earlier tick gave up on may still land after it, and finds no field;
+// Quiet orders the field's next acquisition after it. Every Begin needs
+// an End.
 func (r *Registry) Begin(ctx context.Context, e *Entry) error {
 	r.mu.Lock()
 	e.busy++
@@ -235,6 +272,45 @@ func (r *Registry) Begin(ctx context.Context, e *Entry) error {
 	r.mu.Unlock()
 	return nil
 }
+
+// Quiet waits until no renewal of the holder field f of the lock called
+// name is still on the wire, or ctx ends (its error): one a tick gave up
+// on and still waits for, or one of the tick in flight whose entry was
+// removed meanwhile (a loss found by another request). Call it before a
+// new acquisition of the field goes out, with no entry of the field
+// tracked: such a renewal, landing after it, would set the Registry's
+// lease on a hold taken with a shorter one (R3-6). A round trip given up
+// on is waited for Config.Straggle at most; past it, it is judged lost,
+// and Quiet no longer waits for it. A renewal that lands after a release
+// of the field finds no field and changes nothing: only a new
+// acquisition needs Quiet. The spin model's QUIET (docs/model/hold.pml).
+func (r *Registry) Quiet(ctx context.Context, name, f string) error {
+	if !r.Straying() {
+		return nil
+	}
+	k := field{name, f}
+	r.mu.Lock()
+	waits := make([]<-chan struct{}, 0, len(r.straying[k])+1)
+	for _, s := range r.straying[k] {
+		waits = append(waits, s.fin)
+	}
+	if done, ok := r.leaving[k]; ok {
+		waits = append(waits, done)
+	}
+	r.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Straying reports whether some renewal whose entry is gone may still be
+// on the wire (Quiet may wait).
+func (r *Registry) Straying() bool { return r.nstrays.Load() > 0 || r.nleaving.Load() > 0 }
 
 // End undoes Begin.
 func (r *Registry) End(e *Entry) {
@@ -257,6 +333,13 @@ func (r *Registry) removeLocked(e *Entry) bool {
 	}
 	e.gone = true
 	delete(r.entries, e)
+	if r.inflight[e] {
+		if r.leaving == nil {
+			r.leaving = map[field]chan struct{}{}
+		}
+		r.leaving[field{e.name, e.field}] = r.tickDone
+		r.nleaving.Store(int64(len(r.leaving)))
+	}
 	return true
 }
 

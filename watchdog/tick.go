@@ -84,6 +84,10 @@ func (r *Registry) startTick() ([]*Entry, chan struct{}) {
 func (r *Registry) endTick(done chan struct{}) {
 	r.mu.Lock()
 	r.inflight = nil
+	if r.leaving != nil {
+		r.leaving = nil
+		r.nleaving.Store(0)
+	}
 	close(done)
 	r.mu.Unlock()
 }
@@ -152,7 +156,7 @@ func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBa
 	waits := r.waits(pending, syncs)
 	cmds, timeout = r.appendWaits(cmds, waits, until, timeout)
 	sent := time.Now()
-	results := r.send(ctx, cmds, timeout)
+	results := r.send(ctx, cmds, timeout, rb, pending)
 	tk.RoundTrips++
 	if results == nil {
 		// No answer by the deadline: every command failed, and none is
@@ -222,14 +226,18 @@ func (r *Registry) appendWaits(cmds []rueidis.Completed, waits []*masterSync, un
 // deadline.
 var errNoAnswer = errors.New("rlock: watchdog: no answer to the renewals within their deadline")
 
-// send sends cmds in one round trip bounded by timeout, and returns their
-// results, or nil when none came by then: the judgement of a last renewal
-// must not wait for a client that overruns its context (a connection
-// being dialled, a master being switched). A round trip given up on
-// finishes in the background; Run waits for it before it returns.
-func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout time.Duration) []rueidis.RedisResult {
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+// send sends cmds (the pending renew commands of rb, and WAITs) in one
+// round trip, and returns their results, or nil when none came within
+// timeout: the judgement of a last renewal must not wait for a client
+// that overruns its context (a connection being dialled, a master being
+// switched). A round trip given up on is still waited for, in the
+// background, up to Config.Straggle more: until it ends, Quiet holds back
+// a new acquisition of each field it renews (R3-6). Run waits for it
+// before it returns.
+func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout time.Duration, rb reentrant.RenewBatch, pending []int) []rueidis.RedisResult {
+	rctx, cancel := context.WithTimeout(ctx, timeout+r.cfg.Straggle)
 	done := make(chan []rueidis.RedisResult, 1)
+	s := &stray{fin: make(chan struct{})}
 	r.strays.Add(1)
 	go func() {
 		defer r.strays.Done()
@@ -239,6 +247,7 @@ func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout t
 		} else {
 			done <- r.c.DoMulti(rctx, cmds...)
 		}
+		r.ended(s)
 	}()
 	t := time.NewTimer(timeout + time.Millisecond)
 	defer t.Stop()
@@ -246,8 +255,55 @@ func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout t
 	case results := <-done:
 		return results
 	case <-t.C:
+		r.givenUp(s, rb, pending)
 		return nil
 	}
+}
+
+// givenUp lists s, a round trip of the pending commands of rb given up
+// on, under the fields it renews, unless it ended meanwhile.
+func (r *Registry) givenUp(s *stray, rb reentrant.RenewBatch, pending []int) {
+	for _, i := range pending {
+		for _, h := range rb.Holds[i] {
+			s.fields = append(s.fields, field{h.Name, h.Field})
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.listed = true
+	r.nstrays.Add(1)
+	for _, f := range s.fields {
+		r.straying[f] = append(r.straying[f], s)
+	}
+}
+
+// ended marks s, a round trip, ended, and takes it out of the fields it
+// was listed under.
+func (r *Registry) ended(s *stray) {
+	r.mu.Lock()
+	s.ended = true
+	if s.listed {
+		r.nstrays.Add(-1)
+		for _, f := range s.fields {
+			l := r.straying[f]
+			for k, x := range l {
+				if x == s {
+					l = append(l[:k], l[k+1:]...)
+					break
+				}
+			}
+			if len(l) == 0 {
+				delete(r.straying, f)
+			} else {
+				r.straying[f] = l
+			}
+		}
+	}
+	r.mu.Unlock()
+	close(s.fin)
 }
 
 // waits returns the masters whose WAIT goes with the pending commands, in

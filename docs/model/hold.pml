@@ -36,9 +36,16 @@
  *   R31   a lost ROLE reply switches WAIT off (safety-3 R3-1)
  *   R33   no retire (the kind is switched, strays adopted by the new kind)
  *         and scripts that count another kind's hash (safety-3 R3-3)
- *   R36   a renewal is not bound to its acquisition (no token): one given
- *         up on lands after the release and stretches the next explicit
- *         lease (safety-3 R3-6; the code as of 9537557)
+ *   R36   a new acquisition does not wait for a renewal given up on
+ *         (watchdog.Registry.Quiet): that renewal lands after the release
+ *         and stretches the next explicit lease (safety-3 R3-6; the code
+ *         as of 21b2ad8)
+ *   STRAYONLY  Quiet waits only for a renewal given up on, not for one of a
+ *         tick in flight whose entry a loss dropped (the first version of
+ *         Quiet, before this model found it)
+ *   TOKEN the renewal is bound to its acquisition by a token the renew
+ *         script checks instead (the model's first amendment for R3-6;
+ *         not the code: Redisson reads every hash field as a holder)
  *   R311  a write re-entry adds a lease to the key's time left
  *         (safety-3 R3-11; acquire_write.lua as of 9537557)
  *   CLOSE_NOP  Close marks the Client closed and returns, nothing else
@@ -114,10 +121,23 @@
 #define NTRY 2            /* attempts of a Lock call */
 #endif
 
-#ifdef R36
-#define RENEW_ANY true
-#else
+/* The renew script renews any hold of the field (renew.lua has no
+ * token); a new acquisition of the field waits, holding the turn, until
+ * no renewal of it is on the wire, given up on or of a tick still in
+ * flight (Quiet). */
+#ifdef TOKEN
 #define RENEW_ANY false
+#else
+#define RENEW_ANY true
+#endif
+#ifdef R36
+#define QUIET true
+#else
+#ifdef STRAYONLY
+#define QUIET !(wq && wdly)
+#else
+#define QUIET !wq
+#endif
 #endif
 #ifdef R33
 #define LAYOUT_CHECK false
@@ -600,7 +620,7 @@ inline lock(g, k, l) {
         :: else -> giveTurn(); goto nexttry
         fi
      fi;
-     if :: helds == 0 && kn == 0 -> gen = gen % 4 + 1 :: else fi;
+     if :: helds == 0 && kn == 0 -> (QUIET); gen = gen % 4 + 1 :: else fi;   /* Quiet: before a new acquisition */
      sync(W);
      newId(); myid = nrid; sends = 1;
      acquireSent(myid, kn, l, gen);
