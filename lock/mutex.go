@@ -693,7 +693,6 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 		return outcome{}, false, masterErr(c.route.errAt(m.name), "acquire", fmt.Errorf("%w: a new request was cancelled", reentrant.ErrUnexpectedReply))
 	}
 	l.count = res.Count
-	l.leftFair(o.fair) // granted: out of the queue
 	late := time.Since(sent) >= lease-c.wd.Margin(lease)
 	// With replicas, the hold counts once one acknowledged it: a WAIT
 	// that timed out, or one after a copy sent again (the copy that ran
@@ -703,17 +702,29 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 		// nil once the Client is closed: born checks it under the guard
 		// Close ends the Helds with.
 		if held := l.born(ctx, c, owner, o, lease, sent, res); held != nil {
+			l.leftFair(o.fair) // granted: out of the queue
 			return outcome{held: held}, false, nil
 		}
 	}
-	return m.unusable(ctx, l, req.Sync, unconfirmed && !late, unsynced)
+	return m.unusable(ctx, l, req, o.fair, unconfirmed && !late, unsynced)
 }
 
 // unusable gives back a grant that cannot be used (see request); again
 // reports that attempt must send a new request.
-func (m *Mutex) unusable(ctx context.Context, l *hold, s reentrant.Sync, unconfirmed bool, unsynced *int) (out outcome, again bool, err error) {
+func (m *Mutex) unusable(ctx context.Context, l *hold, req reentrant.AcquireRequest, fw *fairWait, unconfirmed bool, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
-	if err := l.unwanted(ctx); err != nil {
+	s := req.Sync
+	// A grant given back while its caller still waits keeps its place (a
+	// fair lock's field heads the queue again, and stays counted as
+	// queued: if the call ends without the lock, it leaves the queue as
+	// any waiter does; issue 29, stage 4). One whose caller gave up (ctx,
+	// Close) leaves the queue with the grant and wakes the next.
+	keep := req.Wait
+	if ctx.Err() != nil || c.e.closed() {
+		keep = 0
+		l.leftFair(fw)
+	}
+	if err := l.unwanted(ctx, keep); err != nil {
 		return outcome{}, false, err
 	}
 	if unconfirmed {
@@ -796,8 +807,8 @@ func (l *hold) fence(ctx context.Context, id string, sent time.Time) {
 // too late to be used, before anyone else can act on this field. It
 // returns the call's error, or nil when a late answer is to be tried
 // again.
-func (l *hold) unwanted(ctx context.Context) error {
-	gerr := l.giveBack(ctx)
+func (l *hold) unwanted(ctx context.Context, keep time.Duration) error {
+	gerr := l.giveBack(ctx, keep)
 	switch {
 	case l.e.closed():
 		return join(ErrClosed, gerr)
@@ -873,8 +884,11 @@ func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lea
 // releaseAnswered before that, the copy could run afterwards and take a hold, or
 // (a fair lock) queue the field, that nobody has. When it cannot be
 // settled now, the grant is left to the settler, which settles and then
-// releases it as a hold nobody has.
-func (l *hold) giveBack(ctx context.Context) error {
+// releases it as a hold nobody has. keep, when not zero, is the fair wait
+// of a grant tried again at once: a fair lock's field then heads its
+// queue again instead of waking the next waiter (reentrant.Release's
+// KeepPlace; other kinds' scripts have no queue to keep).
+func (l *hold) giveBack(ctx context.Context, keep time.Duration) error {
 	if l.unsettled != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
 		err := l.settle(sctx, stops{a: l.e.done})
@@ -885,6 +899,7 @@ func (l *hold) giveBack(ctx context.Context) error {
 		}
 	}
 	r := l.newRelease(l.e.cfg.WatchdogTimeout)
+	r.KeepPlace = keep
 	sent := time.Now()
 	rctx, cancel := l.e.cmdCtx(context.WithoutCancel(ctx))
 	defer cancel()

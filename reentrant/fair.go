@@ -62,7 +62,7 @@ func (r AcquireRequest) callFair(latch, known string) (*Script, []string, []stri
 // callFair returns the script, keys and args of a ModeFair release.
 func (r Release) callFair(latch string) (*Script, []string, []string) {
 	return ReleaseFairScript, []string{r.Name, FairQueueName(r.Name), FairTimeoutName(r.Name), ChannelName(r.Name), latch},
-		[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL), nowMs()}
+		[]string{UnlockMessage, ms(r.Lease), r.Field, r.Publish, ms(r.LatchTTL), nowMs(), ms(r.KeepPlace)}
 }
 
 // LeaveFair takes Field out of the fair lock Name's queue, as Redisson's

@@ -67,6 +67,11 @@ type Release struct {
 	LatchTTL  time.Duration // how long the latch answers retries
 	Sync      Sync          // wait for replicas (see Sync and RunSynced)
 	Mode      Mode          // the lock kind (ModeLock: Redisson's RLock)
+	// KeepPlace, for a ModeFair give-back of the field's last hold that
+	// is tried again at once (no replica acknowledged its grant), is the
+	// fair wait (Redisson's threadWaitTime): the field heads the queue
+	// again instead of waking the next waiter. Zero: a release.
+	KeepPlace time.Duration
 }
 
 // Run sends the release script once (with r.Sync, followed by WAIT).

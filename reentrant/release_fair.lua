@@ -4,7 +4,12 @@
 -- KEYS[1] lock name, KEYS[2] queue, KEYS[3] timeouts, KEYS[4] the lock's channel,
 -- KEYS[5] latch key.
 -- ARGV[1] unlock message, ARGV[2] lease ms, ARGV[3] holder field, ARGV[4] publish
--- command, ARGV[5] latch ttl ms, ARGV[6] now (the client's clock, ms).
+-- command, ARGV[5] latch ttl ms, ARGV[6] now (the client's clock, ms), ARGV[7] the wait ms
+-- (Redisson's threadWaitTime) of a give-back that keeps its place ('0' or absent: a release).
+-- A give-back that keeps its place undoes the grant of its field's last hold: the field heads
+-- the queue again, with a timeout of now + the wait, the other waiters' timeouts are raised by
+-- the wait the grant lowered them by, and nobody is woken (the field tries again at once;
+-- issue 29, stage 4: a fair grant given back because no replica acknowledged it).
 -- Returns the latch's value when this request already ran, nil when the field does not
 -- hold the lock (the head is still woken when the lock is free, as Redisson's release
 -- wakes it), 0 when a hold remains, 1 when the lock was released, 4 when it was released
@@ -49,6 +54,18 @@ while true do
     end
     redis.call('zrem', KEYS[3], head)
     redis.call('lpop', KEYS[2])
+end
+local keep = tonumber(ARGV[7] or '0')
+if count ~= false and keep > 0 then
+    if redis.call('zscore', KEYS[3], ARGV[3]) == false then
+        local waiting = redis.call('zrange', KEYS[3], 0, -1)
+        for i = 1, #waiting do
+            redis.call('zincrby', KEYS[3], keep, waiting[i])
+        end
+        redis.call('lpush', KEYS[2], ARGV[3])
+        redis.call('zadd', KEYS[3], now + keep, ARGV[3])
+    end
+    head = false -- this field heads the queue: nobody to wake
 end
 if head ~= false then
     local published = redis.pcall(ARGV[4], KEYS[4] .. ':' .. head, ARGV[1])

@@ -1,0 +1,91 @@
+package reentrant_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// A fair give-back that keeps its place (Release.KeepPlace, issue 29
+// stage 4) undoes its grant: the field heads the queue again, and the
+// waiters behind it get back the wait the grant took off their timeouts,
+// so a grant, a give-back and a grant again lower them by one wait, as
+// one grant does; nobody is woken. A plain release wakes the head.
+func TestFairGiveBackKeepsItsPlace(t *testing.T) {
+	rc := client(t)
+	name := "fairkeep:" + reentrant.NewRequestID()[:8]
+	a, b := reentrant.Field(reentrant.NewClientID(), 1), reentrant.Field(reentrant.NewClientID(), 2)
+	wait := 5 * time.Second
+	acquire := func(field string) reentrant.AcquireResult {
+		t.Helper()
+		res, err := reentrant.AcquireRequest{Name: name, Field: field, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
+			Mode: reentrant.ModeFair, Queue: true, Wait: wait}.Run(bg(), rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	score := func(field string) int64 {
+		t.Helper()
+		s, err := rc.Do(bg(), rc.B().Zscore().Key(reentrant.FairTimeoutName(name)).Member(field).Build()).AsInt64()
+		if err != nil {
+			t.Fatalf("zscore %s: %v", field, err)
+		}
+		return s
+	}
+	queue := func() []string {
+		t.Helper()
+		q, err := rc.Do(bg(), rc.B().Lrange().Key(reentrant.FairQueueName(name)).Start(0).Stop(-1).Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	holder := reentrant.Field(reentrant.NewClientID(), 3)
+	if res := acquire(holder); res.Status != reentrant.Acquired {
+		t.Fatalf("holder: %+v", res)
+	}
+	acquire(a)
+	acquire(b)
+	bJoined := score(b)
+	if _, err := (reentrant.Release{Name: name, Field: holder, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
+		Publish: reentrant.Publish, LatchTTL: time.Minute, Mode: reentrant.ModeFair}).Run(bg(), rc); err != nil {
+		t.Fatal(err)
+	}
+	if res := acquire(a); res.Status != reentrant.Acquired {
+		t.Fatalf("a at the head of a free lock: %+v", res)
+	}
+	granted := score(b)
+	if granted != bJoined-wait.Milliseconds() {
+		t.Fatalf("b's timeout after a's grant = %d, want %d (lowered by one wait)", granted, bJoined-wait.Milliseconds())
+	}
+	res, err := reentrant.Release{Name: name, Field: a, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
+		Publish: reentrant.Publish, LatchTTL: time.Minute, Mode: reentrant.ModeFair, KeepPlace: wait}.Run(bg(), rc)
+	if err != nil || res != reentrant.Released {
+		t.Fatalf("the give-back = %v, %v; want Released", res, err)
+	}
+	if q := queue(); len(q) != 2 || q[0] != a || q[1] != b {
+		t.Fatalf("queue after a's give-back = %v, want [a b]", q)
+	}
+	if got := score(b); got != bJoined {
+		t.Fatalf("b's timeout after a's give-back = %d, want %d (the grant's wait given back)", got, bJoined)
+	}
+	if got := acquire(b); got.Status == reentrant.Acquired {
+		t.Fatal("b was granted the lock a's give-back kept for a")
+	}
+	if res := acquire(a); res.Status != reentrant.Acquired {
+		t.Fatalf("a again: %+v", res)
+	}
+	if got := score(b); got != bJoined-wait.Milliseconds() {
+		t.Fatalf("b's timeout after a's second grant = %d, want %d (one wait off, as after one grant)", got, bJoined-wait.Milliseconds())
+	}
+	if _, err := (reentrant.Release{Name: name, Field: a, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
+		Publish: reentrant.Publish, LatchTTL: time.Minute, Mode: reentrant.ModeFair}).Run(bg(), rc); err != nil {
+		t.Fatal(err)
+	}
+	if res := acquire(b); res.Status != reentrant.Acquired {
+		t.Fatalf("b after a's release: %+v", res)
+	}
+	rc.Do(bg(), rc.B().Del().Key(name, reentrant.FairQueueName(name), reentrant.FairTimeoutName(name)).Build())
+}
