@@ -2,6 +2,8 @@ package lock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -99,9 +101,11 @@ func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
 // lock's half does as Redisson's: the read lock's deletes the lock only
 // while readers hold it (and wakes one waiter), the write lock's only
 // while a writer holds it (and wakes every waiter); see
-// ReadWriteMutex.ForceUnlock for either.
+// ReadWriteMutex.ForceUnlock for either. When the server refuses the
+// unlock message (an ACL without PUBLISH to the lock's channel), the lock
+// is still deleted: ForceUnlock returns true and ErrAuth saying so.
 //
-// May return ErrClosed, ErrUnavailable, ErrInvalid.
+// May return ErrClosed, ErrUnavailable, ErrAuth, ErrInvalid.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if m == nil || m.p == nil {
 		return m.forceUnlock(ctx, true, nil) // reports the nil or zero Mutex
@@ -132,11 +136,18 @@ func (m *Mutex) forceUnlock(ctx context.Context, always bool, send func(context.
 	qctx, cancel := c.e.cmdCtx(ctx)
 	deleted, err := send(qctx, c)
 	cancel()
-	if err != nil {
+	unannounced := errors.Is(err, reentrant.ErrUnannounced)
+	if err != nil && !unannounced {
 		return false, join(masterErr(c.route.errAt(m.name), "force unlock", err), ctx.Err())
 	}
 	if always || deleted {
 		c.loseName(m.name)
+	}
+	if unannounced {
+		// Deleted, without its message (P1-77): said as an Unlock says it.
+		return true, &MasterError{Addr: c.route.errAt(m.name), Op: "force unlock", kind: ErrAuth,
+			Err: fmt.Errorf("%q deleted without its unlock message: the server refused %s to the lock's channel (its ACL); "+
+				"waiters elsewhere wake only when the lease they saw ends (docs/safety.md: the ACL rlock needs)", m.name, c.publish)}
 	}
 	return deleted, nil
 }

@@ -106,9 +106,10 @@ func (rw *ReadWriteMutex) Name() string {
 // writer, and wakes every waiter ("1" on its channel); it reports whether
 // there was a lock. Holds of this Client on it are lost. (Redisson's
 // halves each force-unlock only their own mode: ReadLock().ForceUnlock
-// and WriteLock().ForceUnlock do as they do.)
+// and WriteLock().ForceUnlock do as they do.) Without PUBLISH permission
+// it deletes the lock and returns true and ErrAuth, as Mutex.ForceUnlock.
 //
-// May return ErrClosed, ErrUnavailable, ErrInvalid.
+// May return ErrClosed, ErrUnavailable, ErrAuth, ErrInvalid.
 func (rw *ReadWriteMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if rw == nil {
 		return false, invalidf("nil ReadWriteMutex: make it with Client.ReadWriteMutex")

@@ -88,10 +88,11 @@ func (l LeaveFair) Run(ctx context.Context, c rueidis.Client) (bool, error) {
 
 // ForceUnlockFair deletes the fair lock name whoever holds it and, when
 // there was one, wakes the waiter at its queue's head. It reports whether
-// a lock was deleted.
+// a lock was deleted (true and ErrUnannounced: deleted, the message
+// refused).
 func ForceUnlockFair(ctx context.Context, c rueidis.Client, name, publish string) (bool, error) {
 	res := ForceUnlockFairScript.Run(ctx, c,
 		[]string{name, FairQueueName(name), FairTimeoutName(name), ChannelName(name)},
 		[]string{UnlockMessage, publish, nowMs()})
-	return isOne(res, "force unlock")
+	return forced(res)
 }

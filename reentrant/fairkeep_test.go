@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -88,4 +90,47 @@ func TestFairGiveBackKeepsItsPlace(t *testing.T) {
 		t.Fatalf("b after a's release: %+v", res)
 	}
 	rc.Do(bg(), rc.B().Del().Key(name, reentrant.FairQueueName(name), reentrant.FairTimeoutName(name)).Build())
+}
+
+// P1-77, a fair waiter's leave: a client whose ACL may not PUBLISH to
+// the lock's channel still leaves the queue when it heads it and the
+// lock is free (the one case a leave publishes: it wakes the next
+// waiter). Before, the script failed at its PUBLISH after it had left,
+// and the caller, told it had not, sent the leave again and again.
+func TestLeaveFairWithoutPublishPermission(t *testing.T) {
+	admin := client(t)
+	for _, deny := range []string{"resetchannels", "-publish"} {
+		t.Run(deny, func(t *testing.T) {
+			user := "leaver" + deny
+			if err := admin.Do(bg(), admin.B().Arbitrary("ACL", "SETUSER").Args(user, "reset", "on", ">pw", "~*", "&*", "+@all", deny).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.DirectAddr()}, Username: user, Password: "pw",
+				ForceSingleClient: true, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			name := "leave-noperm:" + reentrant.NewRequestID()[:8]
+			a, b := reentrant.Field(reentrant.NewClientID(), 1), reentrant.Field(reentrant.NewClientID(), 2)
+			now := time.Now().UnixMilli()
+			for i, f := range []string{a, b} {
+				if err := admin.Do(bg(), admin.B().Rpush().Key(reentrant.FairQueueName(name)).Element(f).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				if err := admin.Do(bg(), admin.B().Zadd().Key(reentrant.FairTimeoutName(name)).ScoreMember().ScoreMember(float64(now+int64(i+1)*60000), f).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer admin.Do(bg(), admin.B().Del().Key(reentrant.FairQueueName(name), reentrant.FairTimeoutName(name)).Build())
+			left, err := reentrant.LeaveFair{Name: name, Field: a, Wait: time.Minute, Publish: reentrant.Publish}.Run(bg(), rc)
+			if err != nil || !left {
+				t.Fatalf("the head's leave of a free fair lock without PUBLISH permission = %v, %v; want true, nil", left, err)
+			}
+			q, err := admin.Do(bg(), admin.B().Lrange().Key(reentrant.FairQueueName(name)).Start(0).Stop(-1).Build()).AsStrSlice()
+			if err != nil || len(q) != 1 || q[0] != b {
+				t.Fatalf("queue after the leave = %v, %v; want [b]", q, err)
+			}
+		})
+	}
 }

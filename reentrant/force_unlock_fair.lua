@@ -2,7 +2,7 @@
 -- KEYS[4] the lock's channel; ARGV[1] unlock message, ARGV[2] publish command,
 -- ARGV[3] now (the client's clock, ms).
 -- Prunes the queue's timed-out heads; when a lock was deleted, wakes the waiter at the
--- head and returns 1, else returns 0.
+-- head and returns 1 (4 when the ACL refused that message: P1-77), else returns 0.
 local now = tonumber(ARGV[3])
 while true do
     local head = redis.call('lindex', KEYS[2], 0)
@@ -19,7 +19,10 @@ end
 if redis.call('del', KEYS[1]) == 1 then
     local head = redis.call('lindex', KEYS[2], 0)
     if head ~= false then
-        redis.call(ARGV[2], KEYS[4] .. ':' .. head, ARGV[1])
+        local published = redis.pcall(ARGV[2], KEYS[4] .. ':' .. head, ARGV[1])
+        if type(published) == 'table' and published.err then
+            return 4
+        end
     end
     return 1
 end

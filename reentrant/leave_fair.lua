@@ -22,7 +22,9 @@ end
 redis.call('zrem', KEYS[3], ARGV[1])
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 if at == 1 and #queue > 1 and redis.call('exists', KEYS[1]) == 0 then
-    redis.call(ARGV[4], KEYS[4] .. ':' .. queue[2], ARGV[3])
+    -- pcall: an ACL that refuses the message does not undo the leave (P1-77); the new head
+    -- then finds the lock at its next attempt
+    redis.pcall(ARGV[4], KEYS[4] .. ':' .. queue[2], ARGV[3])
 end
 if at > 0 then
     return 1

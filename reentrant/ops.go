@@ -15,6 +15,11 @@ import (
 // is not a lock).
 var ErrUnexpectedReply = errors.New("rlock: unexpected reply from redis")
 
+// ErrUnannounced is the error of a force unlock that deleted the lock but
+// whose unlock message the server refused (the ACL forbids PUBLISH to the
+// lock's channel): waiters elsewhere are not woken by it.
+var ErrUnannounced = errors.New("rlock: deleted without its unlock message: the server refused to publish it to the lock's channel (its ACL)")
+
 // ms renders a duration as whole milliseconds, Redisson's unit, never
 // rounding a positive duration down to 0.
 func ms(d time.Duration) string {
@@ -141,9 +146,20 @@ func parseRelease(res rueidis.RedisResult) (ReleaseOutcome, error) {
 }
 
 // ForceUnlock deletes the lock whoever holds it and, when there was one,
-// publishes the unlock message. It reports whether a lock was deleted.
+// publishes the unlock message. It reports whether a lock was deleted;
+// deleted but with the message refused (the ACL forbids PUBLISH to the
+// lock's channel), it returns true and ErrUnannounced.
 func ForceUnlock(ctx context.Context, c rueidis.Client, name, publish string) (bool, error) {
 	res := ForceUnlockScript.Run(ctx, c, []string{name, ChannelName(name)}, []string{UnlockMessage, publish})
+	return forced(res)
+}
+
+// forced reads a force unlock script's reply: 1 deleted, 0 not, 4
+// deleted without its message (true, ErrUnannounced).
+func forced(res rueidis.RedisResult) (bool, error) {
+	if v, err := res.AsInt64(); err == nil && v == 4 {
+		return true, ErrUnannounced
+	}
 	return isOne(res, "force unlock")
 }
 

@@ -163,11 +163,12 @@ func (r Release) call() (*Script, []string, []string) {
 // ForceUnlockRW deletes the read-write lock name whoever holds it, when
 // its hash is in mode ("read", "write", or "" for either), and then
 // publishes msg on its channel (with publish; "" publishes nothing). It
-// reports whether the lock was deleted. Readers' timeout keys are left to
-// expire, as Redisson leaves them.
+// reports whether the lock was deleted (true and ErrUnannounced: deleted,
+// the message refused). Readers' timeout keys are left to expire, as
+// Redisson leaves them.
 func ForceUnlockRW(ctx context.Context, c rueidis.Client, name, mode, msg, publish string) (bool, error) {
 	res := ForceUnlockRWScript.Run(ctx, c, []string{name, RWChannelName(name)}, []string{msg, publish, mode})
-	return isOne(res, "force unlock")
+	return forced(res)
 }
 
 // IsLockedRW reports whether the half m (ModeRead or ModeWrite) of the

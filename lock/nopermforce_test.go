@@ -1,0 +1,68 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlock-go/rlock/lock"
+)
+
+// P1-77, ForceUnlock: a Client whose ACL may not PUBLISH to a lock's
+// channel deletes the lock without its unlock message and says so
+// (ErrAuth, reporting the lock deleted), for every kind that publishes;
+// before, the script failed after its DEL (plain, fair: deleted, and an
+// error said nothing was) or before it (read-write: the lock stayed).
+func TestNoPermToPublishForceUnlock(t *testing.T) {
+	srv := integrationRedis(t)
+	rc := raw(t, srv)
+	// The holder hears of the force unlock from its next renewal (no
+	// message comes): renewed every second.
+	holder := newClient(t, lock.Config{WatchdogTimeout: 3 * time.Second}, srv)
+	for _, deny := range []struct{ what, rule string }{
+		{"channels", "resetchannels"},
+		{"command", "-publish"},
+	} {
+		must(t, do(t, rc, "ACL", "SETUSER", "forcer-"+deny.what, "reset", "on", ">pw", "~*", "&*", "+@all", deny.rule).Error())
+		c := newClient(t, lock.Config{Username: "forcer-" + deny.what, Password: "pw"}, srv)
+		for kind, m := range map[string]func(*lock.Client, string) *lock.Mutex{
+			"plain": (*lock.Client).Mutex,
+			"fair":  (*lock.Client).FairMutex,
+			"read":  func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).ReadLock() },
+			"write": func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).WriteLock() },
+		} {
+			t.Run(deny.what+"/"+kind, func(t *testing.T) {
+				n := name(t)
+				h, err := m(holder, n).Lock(bg())
+				must(t, err)
+				var waiter <-chan returned
+				if kind == "fair" {
+					// A fair force unlock tells the queue's head only.
+					wctx, cancel := context.WithTimeout(bg(), 30*time.Second)
+					defer cancel()
+					waiter = goAcquire(func() (*lock.Held, error) { return m(holder, n).Lock(lock.WithOwner(wctx)) })
+					awaitQueued(t, rc, n, 1)
+					defer func() {
+						cancel()
+						<-waiter
+					}()
+				}
+				deleted, err := m(c, n).ForceUnlock(bg())
+				if !deleted || !errors.Is(err, lock.ErrAuth) || !strings.Contains(err.Error(), "without its unlock message") {
+					t.Fatalf("ForceUnlock without PUBLISH permission = %v, %v; want true and ErrAuth saying it deleted without the message", deleted, err)
+				}
+				checkOneLine(t, err)
+				if exists(t, rc, n) {
+					t.Fatal("ForceUnlock without PUBLISH permission left the lock in Redis")
+				}
+				select {
+				case <-h.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the holder's Held did not end within 10 s of the force unlock")
+				}
+			})
+		}
+	}
+}
