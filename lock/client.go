@@ -584,8 +584,12 @@ func (l *hold) closeReleases(ctx context.Context, entry *watchdog.Entry, helds [
 	// attempt's worth of time does; they expire by themselves.
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	var notes error // releases that ran unacknowledged or unannounced
+	defer func() { err = join(err, notes) }()
 	for l.count > 0 && err == nil && bound > 0 && !l.judged(entry) {
-		err = l.closeRelease(rctx, helds)
+		var note error
+		note, err = l.closeRelease(rctx, helds)
+		notes = join(notes, note)
 	}
 	if lerr := l.judgedLoss(entry); l.count > 0 && lerr != nil {
 		err = join(err, lerr) // its lease ran out before Close could release it
@@ -626,11 +630,13 @@ func (l *hold) judgedLoss(entry *watchdog.Entry) error {
 }
 
 // closeRelease sends one of Close's releases of l, holding the turn, and
-// applies its answer.
-func (l *hold) closeRelease(ctx context.Context, helds []*Held) error {
+// applies its answer. note is what an Unlock would have said of a release
+// that ran: no replica acknowledged it, or it went without its unlock
+// message (P1-77).
+func (l *hold) closeRelease(ctx context.Context, helds []*Held) (note, err error) {
 	r := l.newRelease(l.e.cfg.WatchdogTimeout)
 	start := time.Now()
-	res, _, err := l.e.sendRelease(ctx, r, stops{caller: true}) // within Close's ctx
+	res, note, err := l.e.sendRelease(ctx, r, stops{caller: true}) // within Close's ctx
 	if l.e.obs != nil && l.e.obs.Release != nil && len(helds) > 0 {
 		h := helds[len(helds)-1]
 		l.e.obs.Release(ctx, observe.Release{Name: l.name, Addr: l.e.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,
@@ -640,14 +646,14 @@ func (l *hold) closeRelease(ctx context.Context, helds []*Held) error {
 		if errors.Is(err, ErrUnavailable) {
 			l.requestLost(r.RequestID, start, err)
 		}
-		return err
+		return nil, err
 	}
 	if res == reentrant.StillHeld {
 		l.count = max(l.count-1, 1)
 	} else {
 		l.count = 0
 	}
-	return nil
+	return note, nil
 }
 
 // endClosed ends l's live Helds with ErrClosed and stops tracking l.

@@ -294,22 +294,28 @@ func TestOOM(t *testing.T) {
 // the unlock message: the lock is free, the Held has ended, and Unlock
 // says so with ErrAuth. Before, the release was refused whole: the lock
 // stayed until its lease ran out, and Close could not release it either.
+// noPublish are the two ways an ACL refuses a script's PUBLISH.
+var noPublish = []struct{ what, rule string }{
+	{"channels", "resetchannels"}, // no channel at all: the script's PUBLISH is refused
+	{"command", "-publish"},       // channels allowed, the PUBLISH command not
+}
+
+// publishingKinds are the lock kinds whose releases publish a message.
+var publishingKinds = map[string]func(*lock.Client, string) *lock.Mutex{
+	"plain": (*lock.Client).Mutex,
+	"fair":  (*lock.Client).FairMutex,
+	"read":  func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).ReadLock() },
+	"write": func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).WriteLock() },
+}
+
 func TestNoPermToPublish(t *testing.T) {
 	srv := integrationRedis(t)
 	rc := raw(t, srv)
 	other := newClient(t, lock.Config{}, srv)
-	for _, deny := range []struct{ what, rule string }{
-		{"channels", "resetchannels"}, // no channel at all: the script's PUBLISH is refused
-		{"command", "-publish"},       // channels allowed, the PUBLISH command not
-	} {
+	for _, deny := range noPublish {
 		must(t, do(t, rc, "ACL", "SETUSER", "locker-"+deny.what, "reset", "on", ">pw", "~*", "&*", "+@all", deny.rule).Error())
 		c := newClient(t, lock.Config{Username: "locker-" + deny.what, Password: "pw"}, srv)
-		for kind, m := range map[string]func(*lock.Client, string) *lock.Mutex{
-			"plain": (*lock.Client).Mutex,
-			"fair":  (*lock.Client).FairMutex,
-			"read":  func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).ReadLock() },
-			"write": func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).WriteLock() },
-		} {
+		for kind, m := range publishingKinds {
 			t.Run(deny.what+"/"+kind, func(t *testing.T) {
 				n := name(t)
 				h, err := m(c, n).Lock(bg())

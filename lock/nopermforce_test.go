@@ -21,18 +21,10 @@ func TestNoPermToPublishForceUnlock(t *testing.T) {
 	// The holder hears of the force unlock from its next renewal (no
 	// message comes): renewed every second.
 	holder := newClient(t, lock.Config{WatchdogTimeout: 3 * time.Second}, srv)
-	for _, deny := range []struct{ what, rule string }{
-		{"channels", "resetchannels"},
-		{"command", "-publish"},
-	} {
+	for _, deny := range noPublish {
 		must(t, do(t, rc, "ACL", "SETUSER", "forcer-"+deny.what, "reset", "on", ">pw", "~*", "&*", "+@all", deny.rule).Error())
 		c := newClient(t, lock.Config{Username: "forcer-" + deny.what, Password: "pw"}, srv)
-		for kind, m := range map[string]func(*lock.Client, string) *lock.Mutex{
-			"plain": (*lock.Client).Mutex,
-			"fair":  (*lock.Client).FairMutex,
-			"read":  func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).ReadLock() },
-			"write": func(c *lock.Client, n string) *lock.Mutex { return c.ReadWriteMutex(n).WriteLock() },
-		} {
+		for kind, m := range publishingKinds {
 			t.Run(deny.what+"/"+kind, func(t *testing.T) {
 				n := name(t)
 				h, err := m(holder, n).Lock(bg())
@@ -64,5 +56,28 @@ func TestNoPermToPublishForceUnlock(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// P1-77, Close: a Client without PUBLISH permission that is closed while
+// it holds a lock releases it without the unlock message, and Close's
+// error says so (ErrAuth, naming the lock), as Unlock's does; before,
+// Close said nothing of it.
+func TestNoPermToPublishClose(t *testing.T) {
+	srv := integrationRedis(t)
+	rc := raw(t, srv)
+	must(t, do(t, rc, "ACL", "SETUSER", "closer", "reset", "on", ">pw", "~*", "&*", "+@all", "-publish").Error())
+	c, err := lock.New(bg(), lock.Config{Addrs: []string{srv.Addr()}, Username: "closer", Password: "pw"})
+	must(t, err)
+	n := name(t)
+	if _, err := c.Mutex(n).Lock(bg()); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Close(bg())
+	if !errors.Is(err, lock.ErrAuth) || !strings.Contains(err.Error(), "without its unlock message") || !strings.Contains(err.Error(), n) {
+		t.Fatalf("Close without PUBLISH permission = %v, want ErrAuth saying %q went without its unlock message", err, n)
+	}
+	if exists(t, rc, n) {
+		t.Fatal("Close without PUBLISH permission left the lock in Redis")
 	}
 }
