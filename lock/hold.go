@@ -624,12 +624,19 @@ func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (r
 		e.queueLatch(r.Name, r.RequestID)
 	}
 	if unannounced {
-		unsynced = join(unsynced, &MasterError{Addr: e.errAt(r.Name), Op: "release", kind: ErrAuth,
-			Err: fmt.Errorf("%q released without its unlock message: the server refused %s to the lock's channel (its ACL); "+
-				"waiters elsewhere wake only when the lease they saw ends (docs/safety.md: the ACL rlock needs)",
-				r.Name, r.Publish)})
+		unsynced = join(unsynced, unannouncedErr(e.errAt(r.Name), "release", "released", r.Name, r.Publish))
 	}
 	return res, unsynced, nil
+}
+
+// unannouncedErr is the ErrAuth of a release or force unlock (op) that
+// freed the lock name (did: "released", "deleted"), but whose unlock
+// message the server refused (publish, to the lock's channel: its ACL;
+// P1-77).
+func unannouncedErr(addr, op, did, name, publish string) error {
+	return &MasterError{Addr: addr, Op: op, kind: ErrAuth,
+		Err: fmt.Errorf("%q %s without its unlock message: the server refused %s to the lock's channel (its ACL); "+
+			"waiters elsewhere wake only when the lease they saw ends (docs/safety.md: the ACL rlock needs)", name, did, publish)}
 }
 
 // queueLatch hands the latch (record) of request id on lock name to the

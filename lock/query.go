@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -145,9 +144,7 @@ func (m *Mutex) forceUnlock(ctx context.Context, always bool, send func(context.
 	}
 	if unannounced {
 		// Deleted, without its message (P1-77): said as an Unlock says it.
-		return true, &MasterError{Addr: c.route.errAt(m.name), Op: "force unlock", kind: ErrAuth,
-			Err: fmt.Errorf("%q deleted without its unlock message: the server refused %s to the lock's channel (its ACL); "+
-				"waiters elsewhere wake only when the lease they saw ends (docs/safety.md: the ACL rlock needs)", m.name, c.publish)}
+		return true, unannouncedErr(c.route.errAt(m.name), "force unlock", "deleted", m.name, c.publish)
 	}
 	return deleted, nil
 }

@@ -44,6 +44,10 @@ func TestFairGiveBackKeepsItsPlace(t *testing.T) {
 		}
 		return q
 	}
+	release := func(field string, keep time.Duration) (reentrant.ReleaseResult, error) {
+		return reentrant.Release{Name: name, Field: field, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
+			Publish: reentrant.Publish, LatchTTL: time.Minute, Mode: reentrant.ModeFair, KeepPlace: keep}.Run(bg(), rc)
+	}
 	holder := reentrant.Field(reentrant.NewClientID(), 3)
 	if res := acquire(holder); res.Status != reentrant.Acquired {
 		t.Fatalf("holder: %+v", res)
@@ -51,8 +55,7 @@ func TestFairGiveBackKeepsItsPlace(t *testing.T) {
 	acquire(a)
 	acquire(b)
 	bJoined := score(b)
-	if _, err := (reentrant.Release{Name: name, Field: holder, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
-		Publish: reentrant.Publish, LatchTTL: time.Minute, Mode: reentrant.ModeFair}).Run(bg(), rc); err != nil {
+	if _, err := release(holder, 0); err != nil {
 		t.Fatal(err)
 	}
 	if res := acquire(a); res.Status != reentrant.Acquired {
@@ -62,8 +65,7 @@ func TestFairGiveBackKeepsItsPlace(t *testing.T) {
 	if granted != bJoined-wait.Milliseconds() {
 		t.Fatalf("b's timeout after a's grant = %d, want %d (lowered by one wait)", granted, bJoined-wait.Milliseconds())
 	}
-	res, err := reentrant.Release{Name: name, Field: a, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
-		Publish: reentrant.Publish, LatchTTL: time.Minute, Mode: reentrant.ModeFair, KeepPlace: wait}.Run(bg(), rc)
+	res, err := release(a, wait)
 	if err != nil || res != reentrant.Released {
 		t.Fatalf("the give-back = %v, %v; want Released", res, err)
 	}
@@ -82,8 +84,7 @@ func TestFairGiveBackKeepsItsPlace(t *testing.T) {
 	if got := score(b); got != bJoined-wait.Milliseconds() {
 		t.Fatalf("b's timeout after a's second grant = %d, want %d (one wait off, as after one grant)", got, bJoined-wait.Milliseconds())
 	}
-	if _, err := (reentrant.Release{Name: name, Field: a, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
-		Publish: reentrant.Publish, LatchTTL: time.Minute, Mode: reentrant.ModeFair}).Run(bg(), rc); err != nil {
+	if _, err := release(a, 0); err != nil {
 		t.Fatal(err)
 	}
 	if res := acquire(b); res.Status != reentrant.Acquired {
