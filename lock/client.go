@@ -438,13 +438,25 @@ func (c *Client) Close(ctx context.Context) error {
 	// for them within ctx, not past it. A call that is still running
 	// holds its hold's turn, so closeHold below names that lock and
 	// leaves it to the call, which sees the Client closed: a grant its
-	// request makes is never born (born checks the Client, under the
-	// guard endClosed ends the Helds with) but given back, on the
-	// connection teardown closes only once the calls have returned.
+	// request makes is never born (born checks done, and its generation
+	// after making it) but given back, on the connection teardown closes
+	// only once the calls have returned.
 	var errs []error
 	if n := c.ops.wait(ctx); n > 0 {
 		errs = append(errs, wrapf(ctx.Err(), "close: %d calls in flight had not returned (each gives back what its request granted, within its CommandTimeout)", n))
 	}
+	// Every Held ends now, with ErrClosed, before any release of Close's:
+	// once one has run, another Client may be granted its lock (the hold
+	// spin model's CLOSE_LATE). A generation judged lost first keeps its
+	// loss.
+	c.e.ending.Store(true)
+	c.mu.Lock()
+	for _, l := range c.index {
+		if g := l.g.Load(); g != nil {
+			g.stop(ErrClosed)
+		}
+	}
+	c.mu.Unlock()
 
 	// The holds are listed before the settlers stop: a settler stopped
 	// while it released a hold nobody has (a grant of an acquire cut by
@@ -503,50 +515,50 @@ func (c *Client) teardown(torn chan<- struct{}) {
 	}
 }
 
-// closeHold ends l's Helds with ErrClosed and then releases every hold
-// of l for Close, holding its turn. Releases stop when ctx ends or when
-// the lock is lost (its lease ran out unanswered): Close never waits
-// longer than the leases of what it holds.
+// closeHold releases every hold of l for Close, holding its turn, once
+// its Helds have ended (Close ended every generation). Releases stop
+// when ctx ends or when the lock is lost (its lease ran out unanswered):
+// Close never waits longer than the leases of what it holds.
 func (l *hold) closeHold(ctx context.Context) error {
-	l.e.mu.Lock()
-	helds := append([]*Held(nil), l.helds...)
-	l.e.mu.Unlock()
-	var lost <-chan struct{}
-	if len(helds) > 0 {
-		lost = helds[0].context().Done()
-	}
-	if err := l.take(ctx, nil, lost); err != nil {
-		if errors.Is(err, errLostWhileWaiting) {
-			return l.endClosed(helds, nil) // lost: nothing to release
-		}
+	if err := l.take(ctx, nil, nil); err != nil {
 		// A call holds the turn past Close's ctx, its request in flight:
 		// what the request does is the call's to settle or give back;
-		// what stays in Redis expires within its lease.
-		return l.endClosed(helds, wrapf(err, "close: %q: a call's request was still in flight, left to that call (a hold left in Redis expires within its lease)", l.name))
+		// what stays in Redis expires within its lease. Its Helds have
+		// ended (their generation's context).
+		err = wrapf(err, "close: %q: a call's request was still in flight, left to that call (a hold left in Redis expires within its lease)", l.name)
+		if lost := l.g.Load().lossErr(); lost != nil {
+			return join(err, lost)
+		}
+		return err
 	}
 	defer l.give()
-	if err := l.closeSettle(ctx); err != nil {
-		return l.endClosed(helds, err)
+	g := l.g.Load()
+	if lost := g.lossErr(); lost != nil {
+		return lost // lost before Close: nothing to release (give applies it)
 	}
-	l.e.mu.Lock()
-	helds = append(helds[:0], l.helds...)
-	entry := l.entry
-	l.e.mu.Unlock()
-	if entry != nil {
+	if err := l.closeSettle(ctx); err != nil {
+		l.endClosed(g)
+		return err
+	}
+	if lost := g.lossErr(); lost != nil {
+		return lost // the settlement found it lost
+	}
+	if g != nil {
 		// No renewal may land after the last release (it would read as
 		// a loss); the entry is still judged.
-		if err := l.e.wd.Begin(ctx, entry); err != nil {
-			return l.endClosed(helds, err)
+		if err := l.e.wd.Begin(ctx, g.entry); err != nil {
+			l.endClosed(g)
+			return err
 		}
-		defer l.e.wd.End(entry)
+		defer l.e.wd.End(g.entry) // after endClosed's Remove
 	}
-	// The Helds end before the first release: once it has run, another
-	// Client may be granted the lock, and no Held of this one may be live
-	// then (the hold spin model's CLOSE_LATE).
-	if lerr := l.endHelds(helds); lerr != nil {
-		return l.endClosed(helds, nil) // lost before Close: nothing to release
+	helds := append([]*Held(nil), l.helds...)
+	for i := len(helds) - 1; i >= 0; i-- {
+		helds[i].finish(ErrClosed) // ended already, by their generation
 	}
-	return l.endClosed(helds, l.closeReleases(ctx, entry, helds))
+	err := l.closeReleases(ctx, g, helds)
+	l.endClosed(g)
+	return err
 }
 
 // closeSettle settles l's unsettled request for Close and sends a fair
@@ -569,14 +581,14 @@ func (l *hold) closeSettle(ctx context.Context) error {
 
 // closeReleases releases what l holds for Close, holding the turn, once
 // its Helds have ended: until the count is 0, ctx ends, or the lease of
-// entry (nil: strays only) must have run out, which is then reported as
-// the loss the watchdog judged.
-func (l *hold) closeReleases(ctx context.Context, entry *watchdog.Entry, helds []*Held) (err error) {
+// generation g (nil: strays only) must have run out, which is then
+// reported as the loss the watchdog judged.
+func (l *hold) closeReleases(ctx context.Context, g *gen, helds []*Held) (err error) {
 	bound := 2 * l.e.cfg.CommandTimeout
-	if entry != nil {
+	if g != nil {
 		// Releases stop when the lease must have run out: Close never
 		// waits longer than the leases of what it holds.
-		if bound = time.Until(l.e.wd.Deadline(entry)); bound <= 0 {
+		if bound = time.Until(l.e.wd.Deadline(g.entry)); bound <= 0 {
 			// Run out already, and not judged yet (the watchdog is late).
 			l.loseAll(observe.LossLeaseExpired, "its lease ran out before Close could release it")
 		}
@@ -586,47 +598,15 @@ func (l *hold) closeReleases(ctx context.Context, entry *watchdog.Entry, helds [
 	defer cancel()
 	var notes error // releases that ran unacknowledged or unannounced
 	defer func() { err = join(err, notes) }()
-	for l.count > 0 && err == nil && bound > 0 && !l.judged(entry) {
+	for l.count > 0 && err == nil && bound > 0 && g.lossErr() == nil {
 		var note error
 		note, err = l.closeRelease(rctx, helds)
 		notes = join(notes, note)
 	}
-	if lerr := l.judgedLoss(entry); l.count > 0 && lerr != nil {
-		err = join(err, lerr) // its lease ran out before Close could release it
+	if lost := g.lossErr(); l.count > 0 && lost != nil {
+		err = join(err, lost) // its lease ran out before Close could release it
 	}
 	return err
-}
-
-// endHelds ends helds with ErrClosed, and returns the cause that had
-// ended them before, if a loss had.
-func (l *hold) endHelds(helds []*Held) error {
-	for i := len(helds) - 1; i >= 0; i-- {
-		helds[i].finish(ErrClosed)
-	}
-	if len(helds) > 0 {
-		if _, cause := helds[0].ended(); !errors.Is(cause, ErrClosed) {
-			return cause
-		}
-	}
-	return nil
-}
-
-// judged reports whether the watchdog judged entry lost (lossJudged
-// dropped it); false for nil.
-func (l *hold) judged(entry *watchdog.Entry) bool { return l.judgedLoss(entry) != nil }
-
-// judgedLoss is the loss lossJudged reported for entry, nil while entry
-// is live (or nil).
-func (l *hold) judgedLoss(entry *watchdog.Entry) error {
-	if entry == nil {
-		return nil
-	}
-	l.e.mu.Lock()
-	defer l.e.mu.Unlock()
-	if l.entry == entry || l.lost == nil {
-		return nil
-	}
-	return l.lost
 }
 
 // closeRelease sends one of Close's releases of l, holding the turn, and
@@ -656,19 +636,12 @@ func (l *hold) closeRelease(ctx context.Context, helds []*Held) (note, err error
 	return note, nil
 }
 
-// endClosed ends l's live Helds with ErrClosed and stops tracking l.
-func (l *hold) endClosed(helds []*Held, err error) error {
-	l.e.mu.Lock()
-	e := l.entry
-	l.entry, l.helds, l.renewing = nil, nil, 0
-	l.e.mu.Unlock()
-	if e != nil {
-		l.e.wd.Remove(e)
+// endClosed ends generation g (nil: none) for Close, holding the turn,
+// if it is still l's: its Helds ended already.
+func (l *hold) endClosed(g *gen) {
+	if g != nil && l.g.Load() == g {
+		l.endGen(g)
 	}
-	if lerr := l.endHelds(helds); lerr != nil {
-		return join(err, lerr)
-	}
-	return err
 }
 
 // connBuffer is the read and the write buffer of each connection New

@@ -53,7 +53,7 @@ func (m *Mutex) heldBy(owner uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.index[key(m.name, m.p.field(c, owner))]
-	return l != nil && len(l.helds) > 0
+	return l != nil && l.g.Load().live()
 }
 
 // watch subscribes to the lock's unlock channel (lockcore's Watch).

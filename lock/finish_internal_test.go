@@ -45,20 +45,21 @@ func TestFinishCancelsWithTheFirstEnd(t *testing.T) {
 		for j, x := range hs {
 			ctxs[j] = x.Context() // the holders watch their contexts
 		}
-		l := h.l
-		c.mu.Lock()
-		e := l.entry
-		helds := append([]*Held(nil), l.helds...)
-		c.mu.Unlock()
+		g := h.g
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			<-start
-			l.lossJudged(e, &watchdog.LossError{Name: n, Kind: observe.LossLeaseExpired, Reason: "test"})
+			h.l.lossJudged(g, &watchdog.LossError{Name: n, Kind: observe.LossLeaseExpired, Reason: "test"})
 		}()
-		go func() { defer wg.Done(); <-start; _ = l.endClosed(helds, nil) }()
+		go func() { // Close's end of the Helds: one Held's end, then all
+			defer wg.Done()
+			<-start
+			hs[depth/2].finish(ErrClosed)
+			g.stop(ErrClosed)
+		}()
 		close(start)
 		wg.Wait()
 		for j, x := range hs {

@@ -27,12 +27,13 @@ import (
 type Held struct {
 	c       *Client
 	l       *hold
+	g       *gen // its generation: the Helds of its hold tracked by one watchdog entry
 	owner   uint64
 	at      time.Time
 	fence   uint64
 	lease   time.Duration // its lease (WatchdogTimeout when renewed)
 	reentry bool
-	renew   bool // taken without Lease: the watchdog renews it
+	renew   bool // taken without Lease: the watchdog renews it (guarded by its hold's turn)
 
 	mu     sync.Mutex
 	done   bool  // ended
@@ -73,18 +74,49 @@ func (h *Held) Context() context.Context {
 
 // context returns the hold's context, making it on the first call: the
 // values of the context given to Lock, not its deadline or cancellation,
-// and cancelled already (with the cause its end recorded) when the hold
-// has ended.
+// and a child of its generation's, so that a loss or Close ends it
+// without the hold's turn; cancelled already (with the cause its end
+// recorded) when the hold has ended.
 func (h *Held) context() context.Context {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cancel == nil {
-		h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(h.ctx))
+		h.genEndLocked()
 		if h.done || h.given {
+			h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(h.ctx))
 			h.cancel(h.reason)
+		} else {
+			cctx, cancel := context.WithCancelCause(h.g.context())
+			h.ctx, h.cancel = heldCtx{Context: cctx, vals: h.ctx}, cancel
 		}
 	}
 	return h.ctx
+}
+
+// heldCtx is a live Held's context: the end of its own cancel context (a
+// child of its generation's) and the values of the context given to Lock.
+// Value asks the cancel context first, which answers only for the context
+// package's own key (so Cause and children find it), then Lock's.
+type heldCtx struct {
+	context.Context
+	vals context.Context
+}
+
+func (c heldCtx) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.vals.Value(key)
+}
+
+// genEndLocked ends h as its generation ended (a loss, Close), if it did
+// and h had not ended before. Holding h.mu.
+func (h *Held) genEndLocked() {
+	if !h.done {
+		if cause := h.g.cause(); cause != nil {
+			h.endLocked(cause)
+		}
+	}
 }
 
 // giveUp ends h's context with cause (an Unlock's unconfirmed error):
@@ -92,14 +124,13 @@ func (h *Held) context() context.Context {
 // release is settled in the background and h ends then (R3-9).
 func (h *Held) giveUp(cause error) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.genEndLocked()
 	if !h.done && !h.given {
 		h.given, h.reason = true, cause
 	}
-	cancel := h.cancel
-	cause = h.reason
-	h.mu.Unlock()
-	if cancel != nil {
-		cancel(cause)
+	if h.cancel != nil {
+		h.cancel(h.reason)
 	}
 }
 
@@ -158,20 +189,32 @@ func (h *Held) Owner() uint64 {
 }
 
 // finish ends the hold locally with cause (nil: a plain Unlock). The
-// first end is the one that counts, for Unlock and for the context: a
-// later end cancels with the first one's cause too, since it may reach
-// the context first.
+// first end is the one that counts, for Unlock and for the context: its
+// generation's end (a loss, Close) when that came first.
 func (h *Held) finish(cause error) {
 	h.mu.Lock()
-	if !h.done {
-		h.done = true
-		h.reason = cause
+	defer h.mu.Unlock()
+	h.genEndLocked()
+	h.endLocked(cause)
+}
+
+// endLocked records h's end with cause unless it ended before, and ends
+// its context; holding h.mu. When the generation's end reached the
+// context first (it may, at any moment, without h.mu), that is the end
+// recorded: the record and the context's cause never disagree.
+func (h *Held) endLocked(cause error) {
+	if h.done {
+		return
 	}
-	cause = h.reason
-	cancel := h.cancel // nil until context is called: it then cancels its new context
-	h.mu.Unlock()
-	if cancel != nil {
-		cancel(cause)
+	h.done, h.reason = true, cause
+	if h.cancel == nil {
+		return // its context is made ended, with reason, when asked for
+	}
+	h.cancel(cause)
+	if !h.given {
+		if c := context.Cause(h.ctx); c != cause && !(cause == nil && c == context.Canceled) {
+			h.reason = c
+		}
 	}
 }
 
@@ -180,6 +223,7 @@ func (h *Held) finish(cause error) {
 func (h *Held) ended() (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.genEndLocked()
 	if !h.done {
 		return false, nil
 	}
@@ -304,11 +348,10 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		}
 		return false, herr
 	}
-	c.mu.Lock()
-	entry := l.entry
-	c.mu.Unlock()
+	g := l.current()
 	lease := l.partialLease(h)
-	if l.count <= 1 && entry != nil {
+	if l.count <= 1 && g != nil {
+		entry := g.entry
 		// The last hold: no renewal may land after the release, or it
 		// would read as a loss. The entry is still judged meanwhile.
 		if err := c.wd.Begin(ctx, entry); err != nil {
@@ -356,17 +399,12 @@ func (l *hold) unconfirmed(h *Held, u *request, err error) error {
 	if done, herr := h.ended(); done {
 		return join(herr, ErrUnavailable)
 	}
-	if l.count <= 1 {
-		l.e.mu.Lock()
+	if g := l.current(); l.count <= 1 && g != nil {
 		if h.renew {
 			h.renew = false
 			l.renewing--
 		}
-		renew, e := l.renewing > 0, l.entry
-		l.e.mu.Unlock()
-		if e != nil {
-			l.e.wd.SetRenew(e, renew)
-		}
+		l.e.wd.SetRenew(g.entry, l.renewing > 0)
 	}
 	err = wrapf(err, "unlock of %q unconfirmed (it is completed in the background; the hold's context has ended)", l.name)
 	h.giveUp(err)
@@ -380,12 +418,10 @@ func (l *hold) unconfirmed(h *Held, u *request, err error) error {
 // watchdog would judge a loss, or another owner could be granted while a
 // Held of this one is live. (A plain release never shortens the key.)
 func (l *hold) partialLease(h *Held) time.Duration {
-	l.e.mu.Lock()
-	entry := l.entry
+	g := l.current()
 	lease := l.leaseAfter(h)
-	l.e.mu.Unlock()
-	if entry != nil {
-		if left := time.Until(l.e.wd.Deadline(entry)); left > lease {
+	if g != nil {
+		if left := time.Until(l.e.wd.Deadline(g.entry)); left > lease {
 			lease = left.Truncate(time.Millisecond) + time.Millisecond
 		}
 	}
@@ -393,8 +429,8 @@ func (l *hold) partialLease(h *Held) time.Duration {
 }
 
 // leaseAfter is the lease a partial release of h sets (never shortening
-// the key's expiry): the longest among the other live holds. Client.mu
-// held.
+// the key's expiry): the longest among the other live holds. Holding
+// the turn.
 func (l *hold) leaseAfter(h *Held) time.Duration {
 	lease := time.Duration(0)
 	for _, o := range l.helds {
@@ -431,29 +467,26 @@ func (l *hold) releaseAnswered(ctx context.Context, h *Held, res reentrant.Relea
 }
 
 // endHeld ends h with cause and returns how many live holds remain; the
-// last one stops the watchdog's tracking.
+// last one ends the generation, and the watchdog's tracking with it.
+// Holding the turn.
 func (l *hold) endHeld(h *Held, cause error) int {
-	l.e.mu.Lock()
+	g := l.current()
+	if g == nil {
+		h.finish(cause) // lost (its generation ended it) or never live
+		return 0
+	}
 	before := len(l.helds)
 	l.helds = without(l.helds, h)
 	if len(l.helds) < before && h.renew {
 		l.renewing--
 	}
 	n := len(l.helds)
-	e := l.entry
-	renew := l.renewing > 0
-	if n == 0 {
-		l.entry = nil
-	}
-	l.e.mu.Unlock()
-	if e != nil {
-		if n == 0 {
-			l.e.wd.Remove(e)
-		} else {
-			l.e.wd.SetRenew(e, renew)
-		}
-	}
 	h.finish(cause)
+	if n == 0 {
+		l.endGen(g)
+	} else {
+		l.e.wd.SetRenew(g.entry, l.renewing > 0)
+	}
 	return n
 }
 

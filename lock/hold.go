@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -27,11 +28,22 @@ import (
 // across rueidis connections can put one before another. Renewals do not
 // change counts and are not ordered by the turn; the watchdog judges them.
 //
-// Ownership of the fields:
-//   - count and unsettled: only the turn holder reads or writes them;
-//   - turn, busy and waiters: guarded by tmu;
-//   - users, helds, entry, renewing: guarded by Client.mu;
-//   - a Held's own state: guarded by Held.mu.
+// Ownership of the fields (docs/design.md, "One owner, one guard"):
+//   - count, unsettled, p, fair, helds, renewing: the turn; only its
+//     holder reads or writes them;
+//   - g, the generation of the live Helds: written by the turn holder
+//     only (a pointer, read by anyone); a generation's end is its own,
+//     set once (gen);
+//   - turn, busy and waiters: tmu, the turn's own mechanism;
+//   - users: the holds map's guard (env.mu), with the map: a hold stays
+//     in the map while it has a user, or keep says it must (written by
+//     the turn holder);
+//   - a Held's own state: Held.mu.
+//
+// A loss judged while someone else holds the turn (the watchdog does
+// not wait for a long Unlock) ends the generation, and so every Held of
+// it at once; the turn holder that comes next (or gives the turn)
+// applies it to helds and the entry (current, the model's applyLost).
 type hold struct {
 	name, field string
 	e           *env // its Client's, shared by all its holds
@@ -43,24 +55,107 @@ type hold struct {
 	tmu  sync.Mutex
 
 	// guarded by the turn
-	count     int      // the field's holds in Redis, as far as this Client knows
-	unsettled *request // the one request whose outcome is unknown, if any
-
-	// guarded by Client.mu (env.mu)
-	helds    []*Held
-	entry    *watchdog.Entry // nil when nothing is held
-	lost     *LostError      // the loss lossJudged reported for the last entry (Close reports it)
-	users    int32           // goroutines using the hold; it is dropped when 0 and nothing is held
-	renewing int32           // live helds taken without Lease
-
-	waiters int32     // guarded by tmu: takes waiting on turn (it is kept while any is)
-	busy    bool      // guarded by tmu
-	keep    bool      // guarded by Client.mu: an unsettled request is recorded, never drop the hold
-	p       *protocol // guarded by the turn: the last acquisition's kind, which the field's releases follow
-
+	count     int       // the field's holds in Redis, as far as this Client knows
+	unsettled *request  // the one request whose outcome is unknown, if any
+	helds     []*Held   // the live Helds of g (those a loss ended stay until current applies it)
+	renewing  int32     // live helds taken without Lease
+	p         *protocol // the last acquisition's kind, which the field's releases follow
 	// fair is the field's place in a fair lock's queue (FairMutex),
-	// made by its first request that joins the queue; guarded by the turn.
+	// made by its first request that joins the queue.
 	fair *fairPlace
+
+	g atomic.Pointer[gen] // the live Helds' generation, nil when none: written holding the turn
+
+	waiters int32       // guarded by tmu: takes waiting on turn (it is kept while any is)
+	busy    bool        // guarded by tmu
+	users   int32       // guarded by env.mu: goroutines using the hold; it is dropped when 0 and not keep
+	keep    atomic.Bool // written holding the turn: a generation, an unsettled request or a pending leave: never drop the hold
+}
+
+// gen is one generation of a hold's Helds: made by the born of a first
+// Held (the hold had none live), with the watchdog entry that tracks
+// them, and ended when the last of them ends, the watchdog judges them
+// lost, or the Client closes. Immutable but for its end, which is its
+// own: end (set once: a loss, or genEnded) and why (set once: the cause
+// that ended its Helds, a *LostError or ErrClosed). A Held of it that is
+// asked for its context gets a child of the generation's, made then
+// (context): so a loss or
+// Close ends every Held at once, without the hold's turn, and a
+// generation nobody asks a context of costs no context.
+type gen struct {
+	entry  *watchdog.Entry
+	first  *Held                     // its first Held, for the observer's Loss
+	end    atomic.Pointer[LostError] // its loss, or genEnded; nil while live
+	why    atomic.Pointer[genWhy]    // why its Helds ended; nil while live
+	parent atomic.Pointer[genCtx]    // its Helds' contexts' parent, made when first asked for
+}
+
+// genCtx is a generation's context and its cancel.
+type genCtx struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// genWhy is why a generation's Helds ended.
+type genWhy struct{ cause error }
+
+// genEnded is a generation's end that is no loss: its last Held ended, or
+// Close released it.
+var genEnded = &LostError{}
+
+// lossErr is the loss that ended g, nil if none (or g is nil).
+func (g *gen) lossErr() *LostError {
+	if g == nil {
+		return nil
+	}
+	if lost := g.end.Load(); lost != genEnded {
+		return lost
+	}
+	return nil
+}
+
+// cause is why g's Helds ended (a *LostError, ErrClosed), nil while
+// they may be live.
+func (g *gen) cause() error {
+	if w := g.why.Load(); w != nil {
+		return w.cause
+	}
+	return nil
+}
+
+// live reports whether g is a generation of live Helds: for readers
+// without the turn (a generation's fields are its own).
+func (g *gen) live() bool { return g != nil && g.why.Load() == nil && g.end.Load() == nil }
+
+// stop ends g's Helds with cause, unless they ended before: the first
+// cause is theirs. (stop sets why, then reads parent; context sets
+// parent, then reads why: one of them sees the other, and cancels.)
+func (g *gen) stop(cause error) {
+	if !g.why.CompareAndSwap(nil, &genWhy{cause}) {
+		return
+	}
+	if p := g.parent.Load(); p != nil {
+		p.cancel(cause)
+	}
+}
+
+// context is the parent of g's Helds' contexts, made when first asked
+// for; ended already if g's Helds have.
+func (g *gen) context() context.Context {
+	p := g.parent.Load()
+	if p == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		if g.parent.CompareAndSwap(nil, &genCtx{ctx, cancel}) {
+			p = g.parent.Load()
+		} else {
+			cancel(nil) // another made it first
+			p = g.parent.Load()
+		}
+	}
+	if w := g.why.Load(); w != nil {
+		p.cancel(w.cause) // a no-op when stop cancelled it
+	}
+	return p.ctx
 }
 
 // env is what a hold uses of its Client, and nothing else: the hold has
@@ -76,14 +171,18 @@ type env struct {
 	done    chan struct{} // closed by Close
 
 	// mu is the Client's guard of its holds map (index), which also
-	// guards each hold's helds, entry, users, renewing and keep.
+	// guards each hold's users.
 	mu    *sync.Mutex
 	index map[holdKey]*hold
 
 	recordMin time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
 	latches   chan string     // answered releases' unlock latches, for the cleaner
 	settleCtx context.Context // ends settlers: cancelled by Close
-	settling  *tally          // settlers of unsettled requests, waited for by Close within its ctx
+	// ending is set by Close before it ends every generation (cause
+	// ErrClosed), once the calls in flight returned or its ctx ended: a
+	// generation born meanwhile is ended by Close or finds it set (born).
+	ending   atomic.Bool
+	settling *tally // settlers of unsettled requests, waited for by Close within its ctx
 
 	at    func(name string) string // the master that owns name, for the watchdog
 	errAt func(name string) string // the node named in errors about name
@@ -156,7 +255,7 @@ func (l *hold) use() {
 func (l *hold) unuse() {
 	l.e.mu.Lock()
 	l.users--
-	if l.users == 0 && len(l.helds) == 0 && !l.keep {
+	if l.users == 0 && !l.keep.Load() {
 		if l.e.index[key(l.name, l.field)] == l {
 			delete(l.e.index, key(l.name, l.field))
 		}
@@ -219,9 +318,18 @@ func (l *hold) tryTake() bool {
 var errLostWhileWaiting = errors.New("rlock: hold ended while waiting")
 
 // give gives the turn back: to the first waiter, if any, else it frees it
-// and drops the channel.
+// and drops the channel. A loss judged meanwhile is applied first
+// (current), and checked again under tmu: lossJudged's tryTake, which
+// failed while this turn was held, left it to this give.
 func (l *hold) give() {
-	l.tmu.Lock()
+	for {
+		l.current()
+		l.tmu.Lock()
+		if l.g.Load().lossErr() == nil {
+			break
+		}
+		l.tmu.Unlock()
+	}
 	l.passLocked()
 	l.tmu.Unlock()
 }
@@ -327,53 +435,85 @@ func (l *hold) finishRelease(ctx context.Context, h *Held) error {
 // live Helds means some were lost: every live Held ends with a LostError
 // (which one lost its hold cannot be told). More means stray holds
 // nobody has (an acquire that ran after its caller gave up): they are
-// releaseAnswered once no Held remains.
+// releaseAnswered once no Held remains. Holding the turn.
 func (l *hold) reconcile(count int) {
 	l.count = count
-	l.e.mu.Lock()
-	n := len(l.helds)
-	l.e.mu.Unlock()
-	if count < n {
+	l.current()
+	if count < len(l.helds) {
 		l.loseAll(observe.LossNotHeld, "Redis holds fewer holds of this owner than it has")
 	}
 }
 
-// loseAll ends every live Held of l with a LostError and stops tracking.
+// loseAll ends every live Held of l with a LostError and stops tracking;
+// the turn holder, or anyone (a force unlock of the name).
 func (l *hold) loseAll(kind observe.LossKind, reason string) {
-	l.e.mu.Lock()
-	e := l.entry
-	l.e.mu.Unlock()
-	if e == nil || !l.e.wd.Lose(e, kind, reason) {
-		// Not tracked (or already judged): end what is left directly.
-		l.lossJudged(e, &watchdog.LossError{Name: l.name, Kind: kind, Reason: reason})
+	g := l.g.Load()
+	if g == nil {
+		return // nothing live
+	}
+	if !l.e.wd.Lose(g.entry, kind, reason) {
+		// Not tracked any more (or already judged): end it directly.
+		l.lossJudged(g, &watchdog.LossError{Name: l.name, Kind: kind, Reason: reason})
 	}
 }
 
-// lossJudged ends every live Held of l's entry e with a LostError: the
-// watchdog's report, or loseAll's.
-func (l *hold) lossJudged(e *watchdog.Entry, le *watchdog.LossError) {
+// lossJudged ends every Held of generation g with a LostError, at once,
+// whoever holds the turn: the watchdog's report, or loseAll's (the
+// model's lossJudged). The hold's helds and entry follow at the next
+// turn's current; if the turn is free, here.
+func (l *hold) lossJudged(g *gen, le *watchdog.LossError) {
 	lost := &LostError{Name: l.name, Addr: l.e.at(l.name), Kind: le.Kind, Reason: le.Reason}
 	if le.Err != nil {
 		lost.Err = masterErr(l.e.errAt(l.name), "renew", le.Err)
 	}
-	l.e.mu.Lock()
-	if l.entry != e {
-		l.e.mu.Unlock()
-		return // an earlier generation of holds, already ended
+	if !g.end.CompareAndSwap(nil, lost) {
+		return // ended already: plainly, or judged before
 	}
-	l.entry, l.lost = nil, lost
-	helds := l.helds
+	g.stop(lost)
+	if l.e.obs != nil && l.e.obs.Loss != nil {
+		h := g.first
+		l.e.obs.Loss(h.context(), observe.Loss{Name: l.name, Addr: l.e.at(l.name), Owner: h.owner, HeldFor: time.Since(h.at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
+	}
+	// Applied now if nobody holds the turn; else its holder's give
+	// applies it (give checks, under tmu, after this tryTake's).
+	l.use()
+	if l.tryTake() {
+		l.give()
+	}
+	l.unuse()
+}
+
+// current returns l's generation of live Helds, nil when none, first
+// applying a loss judged since (the model's applyLost): the lost Helds
+// (ended already, by their generation's context) are forgotten, and the
+// entry with them. Holding the turn.
+func (l *hold) current() *gen {
+	g := l.g.Load()
+	if g != nil && g.lossErr() != nil {
+		l.endGen(g)
+		return nil
+	}
+	return g
+}
+
+// newGen starts l's generation for its first live Held h, tracked by the
+// watchdog; holding the turn.
+func (l *hold) newGen(h *Held, wh reentrant.Hold, lease time.Duration, renew bool, sent time.Time) *gen {
+	g := &gen{first: h}
+	g.entry = l.e.wd.TrackHold(wh, lease, renew, sent, func(_ *watchdog.Entry, le *watchdog.LossError) { l.lossJudged(g, le) })
+	l.g.Store(g)
+	l.setKeep()
+	return g
+}
+
+// endGen ends generation g of l, holding the turn: no Held of it is live
+// any more (ended, lost, or closed). Its entry is no longer tracked.
+func (l *hold) endGen(g *gen) {
+	g.end.CompareAndSwap(nil, genEnded)
+	l.e.wd.Remove(g.entry)
+	l.g.Store(nil)
 	l.helds, l.renewing = nil, 0
-	if l.users == 0 && !l.keep && l.e.index[key(l.name, l.field)] == l {
-		delete(l.e.index, key(l.name, l.field)) // nobody uses it any more
-	}
-	l.e.mu.Unlock()
-	for _, h := range helds {
-		h.finish(lost)
-	}
-	if l.e.obs != nil && l.e.obs.Loss != nil && len(helds) > 0 {
-		l.e.obs.Loss(helds[0].context(), observe.Loss{Name: l.name, Addr: l.e.at(l.name), Owner: helds[0].owner, HeldFor: time.Since(helds[0].at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
-	}
+	l.setKeep()
 }
 
 // retry runs send until it returns nil or a server error, retrying
@@ -540,10 +680,7 @@ func latest(a, b time.Time) time.Time {
 // releaseStrays releases holds Redis counts beyond the live Helds when no
 // Held is left, holding the turn: they belong to nobody.
 func (l *hold) releaseStrays(ctx context.Context) {
-	l.e.mu.Lock()
-	n := len(l.helds)
-	l.e.mu.Unlock()
-	for n == 0 && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
+	for l.current() == nil && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
 		r := l.newRelease(l.e.cfg.WatchdogTimeout)
 		res, _, err := l.e.sendRelease(ctx, r, stops{})
 		if err != nil {
@@ -670,11 +807,9 @@ func (l *hold) setUnsettled(u *request) {
 	l.setKeep()
 }
 
-// setKeep keeps l while it has an unsettled request or a pending leave of
-// a fair queue (their settler needs it); the caller holds the turn.
+// setKeep keeps l in its Client's map while it has live Helds, an
+// unsettled request or a pending leave of a fair queue (their settler
+// needs it); the caller holds the turn.
 func (l *hold) setKeep() {
-	keep := l.unsettled != nil || l.leaving()
-	l.e.mu.Lock()
-	l.keep = keep
-	l.e.mu.Unlock()
+	l.keep.Store(l.g.Load() != nil || l.unsettled != nil || l.leaving())
 }

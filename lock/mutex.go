@@ -15,7 +15,6 @@ import (
 	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/pubsub"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 // Mutex is a lock name on a Client: a cheap description, safe to copy
@@ -322,7 +321,7 @@ func (a *acquisition) queued(spin *spinPolicy) (held *Held, err error) {
 // asked only whether it is free now. done reports that the call ends
 // with its result.
 func (a *acquisition) direct() (held *Held, done bool, err error) {
-	if !a.l.live() && (a.blocking || a.o.wait != 0) {
+	if !a.l.g.Load().live() && (a.blocking || a.o.wait != 0) {
 		return nil, false, nil
 	}
 	att, err := a.try()
@@ -415,13 +414,9 @@ func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, 
 	return w, reason, err
 }
 
-// holds reports whether l's owner holds the lock, as far as this Client
-// knows.
-func (l *hold) live() bool {
-	l.e.mu.Lock()
-	defer l.e.mu.Unlock()
-	return len(l.helds) > 0
-}
+// live reports whether l's owner holds the lock, as far as this Client
+// knows; holding the turn.
+func (l *hold) live() bool { return l.current() != nil }
 
 // awaitHead waits until mb heads its queue, ctx ends, the Client closes
 // or the deadline (if any) passes.
@@ -844,35 +839,38 @@ func (l *hold) known(ctx context.Context, fenced bool) int {
 }
 
 // born makes the Held of an acquisition, holding the turn, and has the
-// watchdog track it: a new entry for a first hold, the same one for a
-// re-entry. It returns nil once the Client is closed: the grant is then
-// the caller's to give back.
+// watchdog track it: a new generation (and entry) for a first hold, the
+// same one for a re-entry. It returns nil once Close has begun: the grant
+// is then the caller's to give back. A Held is either among those Close
+// ends (its generation's) or never born.
 func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
-	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
-		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
-	l.e.mu.Lock()
 	if l.e.closed() {
-		// Checked under the guard Close's endClosed takes to end the
-		// Helds: a Held is either among those Close ends, or never born
-		// (Close's ctx may have ended while this call held the turn).
-		l.e.mu.Unlock()
 		return nil
 	}
-	first := l.entry == nil
+	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
+		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
+	g := l.current()
 	l.helds = append(l.helds, held)
 	if held.renew {
 		l.renewing++
 	}
 	renew := l.renewing > 0
-	if first {
-		l.lost = nil
-		h := reentrant.Hold{Name: l.name, Field: l.field, Read: o.p.shared()}
-		l.entry = l.e.wd.TrackHold(h, lease, renew, sent, func(e *watchdog.Entry, le *watchdog.LossError) { l.lossJudged(e, le) })
+	if g == nil {
+		g = l.newGen(held, reentrant.Hold{Name: l.name, Field: l.field, Read: o.p.shared()}, lease, renew, sent)
 	} else {
-		l.e.wd.Extend(l.entry, lease, sent)
-		l.e.wd.SetRenew(l.entry, renew)
+		l.e.wd.Extend(g.entry, lease, sent)
+		l.e.wd.SetRenew(g.entry, renew)
 	}
-	l.e.mu.Unlock()
+	held.g = g
+	if l.e.ending.Load() || g.cause() != nil {
+		// Close ended the generations since the check above (its ctx
+		// ended while this call held the turn), or is about to: never
+		// born. (Close sets ending, then reads every hold's generation;
+		// born stores the generation, then reads ending: one of them
+		// sees the other.) Or a loss was judged since current.
+		l.endHeld(held, ErrClosed)
+		return nil
+	}
 	return held
 }
 

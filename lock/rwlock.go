@@ -138,7 +138,7 @@ func (c *Client) loseName(name string) {
 func (c *Client) upgrade(m *Mutex, owner uint64) error {
 	c.mu.Lock()
 	r, w := c.index[key(m.name, readProtocol.field(c, owner))], c.index[key(m.name, writeProtocol.field(c, owner))]
-	reads := r != nil && len(r.helds) > 0 && (w == nil || len(w.helds) == 0)
+	reads := r != nil && r.g.Load().live() && (w == nil || !w.g.Load().live())
 	c.mu.Unlock()
 	if reads {
 		return join(ErrNotAcquired, invalidf("the write lock of %q asked by an owner that holds its read lock: a read lock cannot be upgraded", m.name))
