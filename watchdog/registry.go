@@ -42,12 +42,18 @@ type Config struct {
 	// only for a client whose pool of dedicated connections nothing else
 	// can use up: rueidis waits for one of them without a bound.
 	Apart bool
-	// Straggle is how long a round trip given up on at its tick's
-	// deadline is still waited for, in the background: until its answer
-	// comes, Quiet holds back a new acquisition of each field it renews
-	// (a renewal that lands after the field's release and its next
-	// acquisition would stretch that acquisition's lease: safety review
-	// 3, R3-6). Past it the round trip is judged lost. Default: Lease.
+	// Straggle is how long after its send a renewal round trip is
+	// waited for at most: the tick gives up on it earlier when its own
+	// deadline comes first (the judgement of a lease it renews, or
+	// Interval), and it is then waited for in the background: until its
+	// answer comes, Quiet holds back a new acquisition of each field it
+	// renews (a renewal that lands after the field's release and its
+	// next acquisition would stretch that acquisition's lease: safety
+	// review 3, R3-6). Past Straggle the round trip is judged lost. It
+	// also bounds how long a goroutine of the Registry outlives the end
+	// of Run's ctx (rueidis may not see a cancellation, only a
+	// deadline); a round trip with a WAIT (Sync) may last as long as the
+	// WAIT needs, when that is longer. Default: Lease.
 	Straggle time.Duration
 }
 
@@ -280,10 +286,11 @@ func (r *Registry) Begin(ctx context.Context, e *Entry) error {
 // new acquisition of the field goes out, with no entry of the field
 // tracked: such a renewal, landing after it, would set the Registry's
 // lease on a hold taken with a shorter one (R3-6). A round trip given up
-// on is waited for Config.Straggle at most; past it, it is judged lost,
-// and Quiet no longer waits for it. A renewal that lands after a release
-// of the field finds no field and changes nothing: only a new
-// acquisition needs Quiet. The spin model's QUIET (docs/model/hold.pml).
+// on is waited for until Config.Straggle after its send at most; past
+// it, it is judged lost, and Quiet no longer waits for it. A renewal that
+// lands after a release of the field finds no field and changes nothing:
+// only a new acquisition needs Quiet. The spin model's QUIET
+// (docs/model/hold.pml).
 func (r *Registry) Quiet(ctx context.Context, name, f string) error {
 	if !r.Straying() {
 		return nil

@@ -144,7 +144,7 @@ func (r *Registry) syncs(ctx context.Context, rb reentrant.RenewBatch) []*master
 // send again, and whether one was NOSCRIPT.
 func (r *Registry) roundTrip(ctx context.Context, tk *Tick, rb reentrant.RenewBatch, byKey map[reentrant.Hold]*Entry, syncs []*masterSync, pending []int, noscript bool) ([]int, bool) {
 	until := r.earliestJudge(rb, pending, byKey, tk.Start.Add(r.cfg.Interval))
-	timeout := min(max(time.Until(until), r.cfg.RoundTrip), r.cfg.Interval)
+	timeout := min(max(time.Until(until), r.cfg.RoundTrip), r.cfg.Interval, r.cfg.Straggle)
 	cmds := make([]rueidis.Completed, len(pending), len(pending)+1)
 	for j, i := range pending {
 		if noscript {
@@ -231,11 +231,13 @@ var errNoAnswer = errors.New("rlock: watchdog: no answer to the renewals within 
 // timeout: the judgement of a last renewal must not wait for a client
 // that overruns its context (a connection being dialled, a master being
 // switched). A round trip given up on is still waited for, in the
-// background, up to Config.Straggle more: until it ends, Quiet holds back
-// a new acquisition of each field it renews (R3-6). Run waits for it
-// before it returns.
+// background, until Config.Straggle after its send (timeout, when
+// longer): until it ends, Quiet holds back a new acquisition of each
+// field it renews (R3-6). Its deadline, not ctx, is what ends it: rueidis
+// does not see a cancellation of a request alone on its connection. Run
+// waits for it before it returns.
 func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout time.Duration, rb reentrant.RenewBatch, pending []int) []rueidis.RedisResult {
-	rctx, cancel := context.WithTimeout(ctx, timeout+r.cfg.Straggle)
+	rctx, cancel := context.WithTimeout(ctx, max(timeout, r.cfg.Straggle))
 	done := make(chan []rueidis.RedisResult, 1)
 	s := &stray{fin: make(chan struct{})}
 	r.strays.Add(1)
@@ -253,11 +255,15 @@ func (r *Registry) send(ctx context.Context, cmds []rueidis.Completed, timeout t
 	defer t.Stop()
 	select {
 	case results := <-done:
-		return results
+		if ctx.Err() != nil || !errors.Is(results[0].Error(), context.DeadlineExceeded) {
+			return results
+		}
+		// Its own deadline (Straggle, which may be the tick's) ended it:
+		// no answer, and its copy may still be on the wire.
 	case <-t.C:
-		r.givenUp(s, rb, pending)
-		return nil
 	}
+	r.givenUp(s, rb, pending)
+	return nil
 }
 
 // givenUp lists s, a round trip of the pending commands of rb given up

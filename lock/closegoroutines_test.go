@@ -1,0 +1,173 @@
+package lock_test
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlock-go/rlock/integration"
+	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// Issue 29, stage 3: no goroutine outlives Close by more than
+// 2 × CommandTimeout. A renewal round trip in flight when Close comes, to
+// a master that does not answer, was waited for up to its tick's timeout
+// (up to one RenewInterval) plus watchdog.Config.Straggle
+// (2 × CommandTimeout) after its send: rueidis sees no cancellation of a
+// request alone on its connection, only its deadline, and Close's
+// teardown waits for the watchdog loop, which waits for the round trip
+// (measured before the fix: 904 ms after Close returned with New, whose
+// dedicated connection rueidis cuts at ConnWriteTimeout, 1 s; 1.09 s with
+// FromClient). The renewal is held by the fault proxy (the master
+// answers everything else); Close is called, with a ctx of one
+// CommandTimeout, as soon as the renewal reaches the proxy; the test
+// measures how long after Close returned the last goroutine with a frame
+// of rlock's packages ends (polled: nothing signals a goroutine's end).
+func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfClose(t *testing.T) {
+	const ct = 100 * time.Millisecond
+	cfg := lock.Config{WatchdogTimeout: 3 * time.Second, RenewInterval: time.Second, CommandTimeout: ct}
+	for _, how := range []string{"New", "FromClient"} {
+		t.Run(how, func(t *testing.T) {
+			srv := integrationRedis(t)
+			n := name(t)
+			before := goroutineIDs()
+			var c *lock.Client
+			if how == "New" {
+				c = newClient(t, cfg, srv) // renewals on a dedicated connection
+			} else {
+				rc := integration.NewClient(t, srv.Addr()) // through the proxy
+				var err error
+				c, err = lock.FromClient(rc, cfg) // renewals on rc's shared connection
+				must(t, err)
+				t.Cleanup(func() { _ = c.Close(bg()) })
+			}
+			h, err := c.Mutex(n).Lock(bg())
+			must(t, err)
+			// The lock's next renewal reaches the proxy, which holds it
+			// far longer than the test measures.
+			onWire := make(chan struct{})
+			var at time.Time
+			var once sync.Once
+			inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
+				if len(cmd) > 3 && strings.EqualFold(cmd[0], "EVALSHA") && cmd[1] == reentrant.RenewScript.SHA1() && slices.Contains(cmd, n) {
+					once.Do(func() { close(onWire) })
+					return true
+				}
+				return false
+			}), Action: integration.DelayRequest(30 * time.Second)})
+			select {
+			case <-onWire:
+				at = time.Now()
+			case <-h.Done():
+				t.Fatalf("the hold ended before its renewal was held: %v", context.Cause(h.Context()))
+			case <-time.After(10 * time.Second):
+				t.Fatal("no renewal reached the proxy within 10 s")
+			}
+			ctx, cancel := context.WithTimeout(bg(), ct)
+			defer cancel()
+			err = c.Close(ctx)
+			closed := time.Now()
+			t.Logf("Close returned %v after the renewal reached the proxy: %v", closed.Sub(at).Round(time.Millisecond), err)
+			bound := 2 * ct
+			last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
+			t.Logf("the last goroutine with a frame of rlock ended %v after Close returned (issue 29: %v; asserted %v)", last.Round(time.Millisecond), bound, bound+boundSlack)
+			if left != nil {
+				t.Fatalf("%d goroutines with a frame of rlock still ran 5 s after Close returned:\n%s", len(left), strings.Join(left, "\n\n"))
+			}
+			if last > bound+boundSlack {
+				t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
+			}
+		})
+	}
+}
+
+// goroutineIDs returns the ids of the goroutines running now.
+func goroutineIDs() map[string]bool {
+	ids := map[string]bool{}
+	for _, g := range stacks() {
+		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+		ids[id] = true
+	}
+	return ids
+}
+
+// stacks returns the stack of every goroutine, one entry each.
+func stacks() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// libGoroutines returns the stacks of the goroutines not in before that
+// run a function of rlock's packages (its tests and package integration
+// aside): rlock's own goroutines, and rueidis's called by them.
+func libGoroutines(before map[string]bool) []string {
+	var out []string
+	for _, g := range stacks() {
+		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+		if before[id] {
+			continue
+		}
+		own, _, _ := strings.Cut(g, "\ncreated by ")
+		for _, l := range strings.Split(own, "\n") {
+			if isLibFrame(l) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// awaitLibGoroutines polls (no signal says a goroutine ended) until no
+// goroutine of libGoroutines is left, and returns how long after since
+// that was, the rlock frames of those still running at since+bound, and
+// the stacks of those still running at since+limit.
+func awaitLibGoroutines(before map[string]bool, since time.Time, bound, limit time.Duration) (last time.Duration, atBound, left []string) {
+	for {
+		gs := libGoroutines(before)
+		now := time.Now()
+		if len(gs) == 0 {
+			return now.Sub(since), atBound, nil
+		}
+		if atBound == nil && now.Sub(since) > bound {
+			for _, g := range gs {
+				atBound = append(atBound, rlockFrames(g))
+			}
+		}
+		if now.Sub(since) > limit {
+			return now.Sub(since), atBound, gs
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// rlockFrames is the head of a goroutine's stack, its innermost function
+// and its functions of rlock's packages, innermost first.
+func rlockFrames(g string) string {
+	own, _, _ := strings.Cut(g, "\ncreated by ")
+	lines := strings.Split(own, "\n")
+	out := []string{lines[0]}
+	for i, l := range lines {
+		if i == 1 || i > 1 && isLibFrame(l) {
+			out = append(out, "  "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// isLibFrame reports whether a stack line is a function of rlock's
+// packages (its tests and package integration aside).
+func isLibFrame(l string) bool {
+	return strings.HasPrefix(l, "github.com/rlock-go/rlock/") && !strings.HasPrefix(l, "github.com/rlock-go/rlock/integration") && !strings.HasPrefix(l, "github.com/rlock-go/rlock/lock_test")
+}
