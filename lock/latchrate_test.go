@@ -175,7 +175,7 @@ func latchLock(latch string) string {
 // this way: the peak is what Lock+Unlock reaches when the bench process
 // and redis-server share the CPUs (at the 34 + 23 µs of CPU a cycle
 // docs/benchmarks.md reports, 2 CPUs run about 35,000 cycles/s at most,
-// and redis-server alone about 43,000), and -race multiplies the Go
+// and redis-server alone about 42,000), and -race multiplies the Go
 // side's cost. This test drives what the machine gives and logs the rate
 // against 3 × the peak; TestLatchCleanerAtThreeTimesPeak feeds the
 // cleaners at 3 × the peak. The bounds are the issue's, whatever the
@@ -283,6 +283,11 @@ func TestLatchRateSeveralClients(t *testing.T) {
 // batch is looked up by one EXISTS of all its latches 1 s after it was
 // queued, so a latch alive then lived past 1 s of its queueing, and
 // queueing follows the latch's write.
+//
+// Not tested here, since no Client on this machine releases that fast:
+// one Client's cleaner handed 3 × benchPeak (clients = 1, the target
+// fixed) dropped 26–32 % of the latches from its full queue
+// (docs/safety.md, P2-25).
 func TestLatchCleanerAtThreeTimesPeak(t *testing.T) {
 	const (
 		clients = 4
