@@ -274,13 +274,13 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	c.route.sentinel = rc.Mode() == rueidis.ClientModeSentinel
 	c.route.enter, c.route.exit, c.route.spawn = c.enter, c.exit, c.wk.spawn
 	c.wk.bg = &c.bg
-	c.cleaner = latchCleaner{rc: rc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan string, latchQueue)}
+	c.cleaner = latchCleaner{rc: rc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan string, latchQueue), full: make(chan struct{}, 1)}
 	c.queues.m, c.queues.settling, c.queues.spawn, c.queues.timeout = map[string]*queue{}, &c.settling, c.wk.spawn, cfg.CommandTimeout
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.route.at, c.route.readSlots, c.route.refreshSlots
 	c.reps.ctx, c.reps.bg, c.reps.spawn = c.settleCtx, &c.bg, c.wk.spawn
 	c.e = &env{rc: rc, cfg: cfg, obs: c.obs, done: c.done,
-		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.cleaner.latches, settling: &c.settling,
+		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.cleaner.latches, latchesFull: c.cleaner.full, settling: &c.settling,
 		at: c.route.at, errAt: c.route.errAt, sync: c.reps.sync, acked: c.reps.acked, kick: c.queues.kick, spawn: c.wk.spawn}
 	c.cleaner.ttl = c.e.recordTTL()
 	if owned {

@@ -175,9 +175,12 @@ type env struct {
 	mu    *sync.Mutex
 	index map[holdKey]*hold
 
-	recordMin time.Duration   // the least life of a request's record: unlockLatchTTL (tests shorten it)
-	latches   chan string     // answered releases' unlock latches, for the cleaner
-	settleCtx context.Context // ends settlers: cancelled by Close
+	recordMin time.Duration // the least life of a request's record: unlockLatchTTL (tests shorten it)
+	latches   chan string   // answered releases' unlock latches, for the cleaner
+	// latchesFull wakes the cleaner before its delay when latches holds
+	// latchWake (capacity 1: one wake-up pending is enough).
+	latchesFull chan struct{}
+	settleCtx   context.Context // ends settlers: cancelled by Close
 	// ending is set by Close before it ends every generation (cause
 	// ErrClosed), once the calls in flight returned or its ctx ended: a
 	// generation born meanwhile is ended by Close or finds it set (born).
@@ -782,6 +785,12 @@ func unannouncedErr(addr, op, did, name, publish string) error {
 func (e *env) queueLatch(name, id string) {
 	select {
 	case e.latches <- reentrant.LatchName(name, id):
+		if len(e.latches) >= latchWake {
+			select {
+			case e.latchesFull <- struct{}{}:
+			default:
+			}
+		}
 	default: // the latch expires by itself
 	}
 }

@@ -268,15 +268,17 @@ func TestLatchRateSeveralClients(t *testing.T) {
 	w.check(stopped)
 }
 
-// The cleaners at 3 × the Lock+Unlock peak, which no Lock+Unlock on
-// this machine reaches: the test measures the peak first (as the bench
-// does, in small), then several Clients' cleaners are handed latches at
-// 3 × it in all (at most 3 × benchPeak), as answered releases hand them
-// (lock.QueueLatch, once the latch is in Redis), for 3 s. Each latch is written as the release
-// script writes it (SET PX, the Client's life for it) by a pipelined
-// client per Client, in batches paced to the rate, and queued once its
-// SET is answered, as a release's once its reply is. What is measured is
-// the cleaners' part alone.
+// One Client's cleaner at 3 × the bench's Lock+Unlock peak (91,311
+// latches a second), which no Lock+Unlock on this machine reaches: the
+// test measures the peak here for the log (as the bench does, in small),
+// then hands the Client's cleaner latches at 3 × benchPeak, as answered
+// releases hand them (lock.QueueLatch, once the latch is in Redis), for
+// 3 s. Each latch is written as the release script writes it (SET PX, the
+// Client's life for it) by a pipelined client, in batches paced to the
+// rate, and queued once its SET is answered, as a release's once its reply
+// is. What is measured is the cleaner's part alone. When the feeder falls
+// short of the rate (under -race, the Go side is several times slower),
+// the bounds are checked at the rate it reached, which the log gives.
 //
 // A sample here is not every latch's PTTL (KEYS over tens of thousands
 // of latches, ten times a second, would be most of Redis's work): each
@@ -284,13 +286,13 @@ func TestLatchRateSeveralClients(t *testing.T) {
 // queued, so a latch alive then lived past 1 s of its queueing, and
 // queueing follows the latch's write.
 //
-// Not tested here, since no Client on this machine releases that fast:
-// one Client's cleaner handed 3 × benchPeak (clients = 1, the target
-// fixed) dropped 26–32 % of the latches from its full queue
-// (docs/safety.md, P2-25).
+// Before the cleaner woke on a quarter-full queue (latchWake), it slept
+// 200 ms after a first latch whatever came meanwhile, and its queue
+// (16,384) overflowed: 80,775 of 274,570 latches were still in Redis 1 s
+// after they were queued, and 2 s after the load (docs/safety.md, P2-25).
 func TestLatchCleanerAtThreeTimesPeak(t *testing.T) {
 	const (
-		clients = 4
+		clients = 1
 		load    = 3 * time.Second
 		tick    = 5 * time.Millisecond // the feeders' pace
 		most    = 4096                 // the most latches one feeder writes in a round trip
@@ -309,7 +311,7 @@ func TestLatchCleanerAtThreeTimesPeak(t *testing.T) {
 	// machine as loaded as it is. The target is 3 × it, and at most
 	// 3 × benchPeak, the rate.
 	peak := lockUnlockRate(t, cs[0], prefix+":peak", 64, time.Second)
-	target := 3 * min(peak, benchPeak)
+	target := float64(3 * benchPeak)
 	t.Logf("Lock+Unlock peak here (1 Client, 64 goroutines, 1 s): %.0f/s; the bench's %d/s", peak, benchPeak)
 
 	type batch struct {
@@ -389,7 +391,7 @@ func TestLatchCleanerAtThreeTimesPeak(t *testing.T) {
 	}
 	total := fed.Load()
 	rate := float64(total) / stopped.Sub(began).Seconds()
-	t.Logf("%d Clients' cleaners handed %d latches in %v: %.0f/s (target %.0f/s), %.2f × the peak here, %.2f × the bench's",
+	t.Logf("%d Client's cleaner handed %d latches in %v: %.0f/s (target %.0f/s), %.2f × the peak here, %.2f × the bench's",
 		clients, total, stopped.Sub(began).Round(time.Millisecond), rate, target, rate/peak, rate/benchPeak)
 	if rate < 0.9*target {
 		t.Logf("the feeders fell short of the target on this machine now: the bounds were checked at %.0f/s", rate)
