@@ -165,7 +165,7 @@ func (l *hold) joinFair(fw *fairWait) {
 }
 
 // leaving reports whether the field must still leave a fair queue; the
-// caller holds the turn (or Client.mu with the turn held by its caller).
+// caller holds the turn.
 func (l *hold) leaving() bool { return l.fair != nil && l.fair.leave }
 
 // leftFair uncounts a fair acquisition that left the queue (acquired: the

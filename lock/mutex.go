@@ -694,8 +694,8 @@ func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, l
 	// was not the one it followed), leaves it unconfirmed.
 	unconfirmed := req.Sync.Replicas > 0 && (res.Acked <= 0 || sends > 1)
 	if ctx.Err() == nil && !late && !unconfirmed {
-		// nil once the Client is closed: born checks it under the guard
-		// Close ends the Helds with.
+		// nil once the Client is closed: born checks it after making
+		// its generation, which Close ends.
 		if held := l.born(ctx, c, owner, o, lease, sent, res); held != nil {
 			l.leftFair(o.fair) // granted: out of the queue
 			return outcome{held: held}, false, nil
