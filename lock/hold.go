@@ -76,12 +76,15 @@ type hold struct {
 // Held (the hold had none live), with the watchdog entry that tracks
 // them, and ended when the last of them ends, the watchdog judges them
 // lost, or the Client closes. Immutable but for its end, which is its
-// own: end (set once: a loss, or genEnded) and why (set once: the cause
-// that ended its Helds, a *LostError or ErrClosed). A Held of it that is
+// own, in two atomics each set once: why, the end of its Helds (a
+// *LostError, ErrClosed, or whyEnded once none is live), which is the
+// one point at which a loss or Close happens for them and for the turn
+// holder alike; and end, the hold's record of it (the loss, even one
+// judged after Close, or genEnded), set after why. A Held of it that is
 // asked for its context gets a child of the generation's, made then
-// (context): so a loss or
-// Close ends every Held at once, without the hold's turn, and a
-// generation nobody asks a context of costs no context.
+// (context): so a loss or Close ends every Held at once, without the
+// hold's turn, and a generation nobody asks a context of costs no
+// context.
 type gen struct {
 	entry  *watchdog.Entry
 	first  *Held                     // its first Held, for the observer's Loss
@@ -99,14 +102,23 @@ type genCtx struct {
 // genWhy is why a generation's Helds ended.
 type genWhy struct{ cause error }
 
-// genEnded is a generation's end that is no loss: its last Held ended, or
-// Close released it.
-var genEnded = &LostError{}
+// genEnded and whyEnded are a generation's end that is no loss: its last
+// Held ended, or Close released it.
+var (
+	genEnded = &LostError{}
+	whyEnded = &genWhy{ErrNotHeld}
+)
 
-// lossErr is the loss that ended g, nil if none (or g is nil).
+// lossErr is the loss that ended g, nil if none (or g is nil): from why
+// (the loss ended its Helds) or end (judged after Close ended them).
 func (g *gen) lossErr() *LostError {
 	if g == nil {
 		return nil
+	}
+	if w := g.why.Load(); w != nil {
+		if lost, ok := w.cause.(*LostError); ok {
+			return lost
+		}
 	}
 	if lost := g.end.Load(); lost != genEnded {
 		return lost
@@ -117,8 +129,11 @@ func (g *gen) lossErr() *LostError {
 // cause is why g's Helds ended (a *LostError, ErrClosed), nil while
 // they may be live.
 func (g *gen) cause() error {
-	if w := g.why.Load(); w != nil {
+	if w := g.why.Load(); w != nil && w != whyEnded {
 		return w.cause
+	}
+	if lost := g.end.Load(); lost != nil && lost != genEnded {
+		return lost
 	}
 	return nil
 }
@@ -128,15 +143,20 @@ func (g *gen) cause() error {
 func (g *gen) live() bool { return g != nil && g.why.Load() == nil && g.end.Load() == nil }
 
 // stop ends g's Helds with cause, unless they ended before: the first
-// cause is theirs. (stop sets why, then reads parent; context sets
-// parent, then reads why: one of them sees the other, and cancels.)
-func (g *gen) stop(cause error) {
+// cause is theirs; it reports whether this one was. (stop sets why, then
+// reads parent; context sets parent, then reads why: one of them sees the
+// other, and cancels.)
+func (g *gen) stop(cause error) bool {
+	if lost := g.end.Load(); lost != nil && lost != genEnded {
+		cause = lost // recorded already: the loss came first
+	}
 	if !g.why.CompareAndSwap(nil, &genWhy{cause}) {
-		return
+		return false
 	}
 	if p := g.parent.Load(); p != nil {
 		p.cancel(cause)
 	}
+	return true
 }
 
 // context is the parent of g's Helds' contexts, made when first asked
@@ -295,14 +315,18 @@ func (l *hold) take(ctx context.Context, stop, lost <-chan struct{}) error {
 		err = errLostWhileWaiting
 	}
 	l.tmu.Lock()
-	defer l.tmu.Unlock()
 	l.waiters--
+	handed := false
 	if err != nil {
 		select {
 		case <-turn: // handed over as this wait ended: pass it on
-			l.passLocked()
+			handed = true
 		default:
 		}
+	}
+	l.tmu.Unlock()
+	if handed {
+		l.give() // as any turn holder: a loss judged meanwhile is applied first
 	}
 	return err
 }
@@ -469,10 +493,13 @@ func (l *hold) lossJudged(g *gen, le *watchdog.LossError) {
 	if le.Err != nil {
 		lost.Err = masterErr(l.e.errAt(l.name), "renew", le.Err)
 	}
-	if !g.end.CompareAndSwap(nil, lost) {
+	// The Helds end first (why, which the turn holder reads too), then
+	// the hold's record (end): a loss judged after Close ended the Helds
+	// is recorded all the same (closeReleases stops at it).
+	ended := g.stop(lost)
+	if !g.end.CompareAndSwap(nil, lost) && !ended {
 		return // ended already: plainly, or judged before
 	}
-	g.stop(lost)
 	if l.e.obs != nil && l.e.obs.Loss != nil {
 		h := g.first
 		l.e.obs.Loss(h.context(), observe.Loss{Name: l.name, Addr: l.e.at(l.name), Owner: h.owner, HeldFor: time.Since(h.at), Kind: lost.Kind, Reason: lost.Reason, Err: lost})
@@ -512,7 +539,12 @@ func (l *hold) newGen(h *Held, wh reentrant.Hold, lease time.Duration, renew boo
 // endGen ends generation g of l, holding the turn: no Held of it is live
 // any more (ended, lost, or closed). Its entry is no longer tracked.
 func (l *hold) endGen(g *gen) {
-	g.end.CompareAndSwap(nil, genEnded)
+	g.why.CompareAndSwap(nil, whyEnded)
+	end := genEnded
+	if lost := g.lossErr(); lost != nil {
+		end = lost
+	}
+	g.end.CompareAndSwap(nil, end)
 	l.e.wd.Remove(g.entry)
 	l.g.Store(nil)
 	l.helds, l.renewing = nil, 0

@@ -862,7 +862,7 @@ func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lea
 		l.e.wd.SetRenew(g.entry, renew)
 	}
 	held.g = g
-	if l.e.ending.Load() || g.cause() != nil {
+	if l.e.ending.Load() || !g.live() {
 		// Close ended the generations since the check above (its ctx
 		// ended while this call held the turn), or is about to: never
 		// born. (Close sets ending, then reads every hold's generation;
