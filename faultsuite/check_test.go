@@ -305,6 +305,9 @@ func (res roundResult) problems() []string {
 	if res.result == porcupine.Illegal {
 		ps = append(ps, "history not linearizable in the model "+res.model)
 	}
+	if over := overDeadline(res.cuts); len(over) > 0 {
+		ps = append(ps, fmt.Sprintf("%d calls returned more than %v after their ctx deadline: %v", len(over), hardSlack, over))
+	}
 	if len(res.closeProblems) > 0 {
 		ps = append(ps, fmt.Sprintf("%d problems of Clients closed while the master was stopped: %s", len(res.closeProblems), strings.Join(res.closeProblems, "; ")))
 	}
