@@ -3,7 +3,6 @@ package faultsuite
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,9 +24,16 @@ type roundResult struct {
 	readings int  // the readers' holds (rwlock)
 	holdings int
 	writes   int
-	// overruns: how long after its deadline each Unlock cut by it returned
-	// (unlock-deadline).
-	overruns []time.Duration
+	// calls counts the calls made with a ctx deadline; cuts are those it
+	// cut (slack_test.go).
+	calls int
+	cuts  []cut
+	// closeStopped is what the round's close-stopped faults saw: Closes
+	// made, Helds they ended, and problems (a Held live after its Close
+	// returned, or ended with another cause; a hold of a closed Client
+	// left in Redis beyond a lease).
+	closes, closedHelds int
+	closeProblems       []string
 
 	// doubleGrants counts pairs of holdings where the older one wrote,
 	// believing it held the lock, after the newer one's Lock had returned.
@@ -95,8 +101,17 @@ func (r *round) check() roundResult {
 		holdings: len(hs), history: hs, events: r.events}
 	r.injectMu.Lock()
 	res.injected = r.injected
-	res.overruns = slices.Clone(r.overruns)
 	r.injectMu.Unlock()
+	res.calls, res.cuts = r.dls.snapshot()
+	for _, f := range r.faults {
+		if s := f.mode.stop; s != nil {
+			s.mu.Lock()
+			res.closes += s.closes
+			res.closedHelds += s.ended
+			res.closeProblems = append(res.closeProblems, s.problems...)
+			s.mu.Unlock()
+		}
+	}
 	rs := r.readings.snapshot()
 	res.readings = len(rs)
 	res.doubleGrants += rwOverlaps(hs, rs)
@@ -290,6 +305,12 @@ func (res roundResult) problems() []string {
 	if res.result == porcupine.Illegal {
 		ps = append(ps, "history not linearizable in the model "+res.model)
 	}
+	if over := overDeadline(res.cuts); len(over) > 0 {
+		ps = append(ps, fmt.Sprintf("%d calls returned more than %v after their ctx deadline: %v", len(over), hardSlack, over))
+	}
+	if len(res.closeProblems) > 0 {
+		ps = append(ps, fmt.Sprintf("%d problems of Clients closed while the master was stopped: %s", len(res.closeProblems), strings.Join(res.closeProblems, "; ")))
+	}
 	if res.queued > 0 {
 		ps = append(ps, fmt.Sprintf("%d waiters left in the fair queue after every call returned", res.queued))
 	}
@@ -457,6 +478,11 @@ func lockModel(exclusion, fence bool) porcupine.Model {
 // releaseWindow is when h's hold may have ended in Redis, for the model.
 func releaseWindow(h *holding, end instant) (call, ret instant) {
 	call, ret = h.unlockCall, h.unlockRet
+	if h.closedAt < call {
+		// Its Client's Close ended it, and may release it from then
+		// (Close ends the Helds before it releases).
+		call = h.closedAt
+	}
 	switch {
 	case h.lostAt < h.unlockCall:
 		call, ret = h.ret, min(h.lostAt+lossSlack, end)
@@ -590,8 +616,9 @@ const signalJitter = 50 * time.Millisecond
 
 // countBounds are the fewest and most holds the read's field can have had
 // in Redis during the read: at least its holdings granted before the read,
-// not unlocked before it ended, and not told of a loss by then (the loss
-// of a hold must be signalled before Redis lets it go); at most those
+// not unlocked before it ended, and not told of a loss or of their
+// Client's Close by then (the loss of a hold must be signalled before
+// Redis lets it go; a Close releases what it can); at most those
 // that may have been alive during it.
 func countBounds(hs []holding, r countRead) (lo, hi int) {
 	for i := range hs {
@@ -599,7 +626,7 @@ func countBounds(hs []holding, r countRead) (lo, hi int) {
 		if x.field != r.field {
 			continue
 		}
-		if x.ret <= r.call && x.lostAt > r.ret+signalJitter && x.unlockCall >= r.ret {
+		if x.ret <= r.call && x.lostAt > r.ret+signalJitter && x.closedAt > r.ret+signalJitter && x.unlockCall >= r.ret {
 			lo++
 		}
 		end := instant(never)
@@ -639,7 +666,11 @@ func dump(hs []holding) string {
 		if h.paused {
 			b.WriteString("; paused")
 		}
-		fmt.Fprintf(&b, "; lost@%s; unlock %s→%s", ms(h.lostAt), ms(h.unlockCall), ms(h.unlockRet))
+		fmt.Fprintf(&b, "; lost@%s", ms(h.lostAt))
+		if h.closedAt != never {
+			fmt.Fprintf(&b, "; closed@%s", ms(h.closedAt))
+		}
+		fmt.Fprintf(&b, "; unlock %s→%s", ms(h.unlockCall), ms(h.unlockRet))
 		if h.unlockErr != nil {
 			fmt.Fprintf(&b, ": %v", h.unlockErr)
 		}

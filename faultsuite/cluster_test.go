@@ -146,8 +146,12 @@ type worker struct {
 	// that they go round the names.
 	turn atomic.Uint64
 	// fresh connects Clients of the worker's own to the masters, as
-	// clients but for one use (close-holding).
-	fresh func(ctx context.Context) ([]*lock.Client, error)
+	// clients but for one use (close-holding, close-stopped), with
+	// FairLockWaitTimeout fairWait (0: the default).
+	fresh func(ctx context.Context, fairWait time.Duration) ([]*lock.Client, error)
+	// closedFor is the close-stopped fault this worker last took part
+	// in (once per fault).
+	closedFor *stopSignal
 }
 
 // newWorkers connects nWorkers workers to servers; their Clients are
@@ -157,11 +161,12 @@ func newWorkers(t *testing.T, servers []*integration.Server, sink *eventSink, to
 	ws := make([]*worker, nWorkers)
 	for i := range ws {
 		w := &worker{id: i, sink: sink, spin: topo.spin, fair: topo.fair, rw: topo.rw, multi: topo.multi}
-		w.fresh = func(ctx context.Context) ([]*lock.Client, error) {
+		w.fresh = func(ctx context.Context, fairWait time.Duration) ([]*lock.Client, error) {
 			var cs []*lock.Client
 			for m, s := range servers {
 				c, err := lock.New(ctx, lock.Config{Addrs: []string{s.Addr()}, WatchdogTimeout: watchdogLease,
-					RenewInterval: renewIntervals[i], CommandTimeout: commandTimeout, DialTimeout: dialTimeout, Observer: sink.observer(i, m)})
+					RenewInterval: renewIntervals[i], CommandTimeout: commandTimeout, DialTimeout: dialTimeout, Observer: sink.observer(i, m),
+					FairLockWaitTimeout: fairWait})
 				if err != nil {
 					for _, c := range cs {
 						_ = c.Close(context.WithoutCancel(ctx))
@@ -229,6 +234,9 @@ type locker interface {
 	// spans are the names a hold h of this locker covers, with its token
 	// for each.
 	spans(h held) []span
+	// multilock: its calls are package multilock's (measured against
+	// their deadlines, not bounded: slack_test.go).
+	multilock() bool
 }
 
 func (w *worker) locker(name string, tight bool) locker {
@@ -271,6 +279,8 @@ type single struct {
 
 func (s single) spans(h held) []span { return []span{{lock: s.idx, token: h.Fence()}} }
 
+func (single) multilock() bool { return false }
+
 func (s single) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {
 	var opts []lock.Option
 	if !s.noFence {
@@ -298,6 +308,8 @@ type redlock struct {
 }
 
 func (r redlock) spans(h held) []span { return []span{{token: h.Fence()}} }
+
+func (redlock) multilock() bool { return true }
 
 func (r redlock) lock(ctx context.Context, blocking bool, lease time.Duration) (held, error) {
 	opts := []lock.Option{lock.Fenced(), multilock.Observe(r.obs)}

@@ -31,8 +31,11 @@
 // re-entries with a Lease shorter than the outer hold's; single lost
 // requests or replies of the acquire, release and renew scripts (the
 // proxy's Inject); Lock deadlines expiring while an acquire's reply is
-// delayed; contexts carrying an owner given to Lock, on RedLock too; and
-// Clients whose CommandTimeout + RenewInterval is just under the lease.
+// delayed; contexts carrying an owner given to Lock, on RedLock too;
+// Clients whose CommandTimeout + RenewInterval is just under the lease;
+// and Clients of the workers' own closed, with short ctx deadlines, while
+// the masters are stopped and calls of theirs, with short deadlines too,
+// are in flight (close-stopped, closestopped_test.go).
 //
 // Every round's history (acquire, writes, release or loss, each with call
 // and return times) is checked with porcupine against a model of a lock
@@ -45,7 +48,12 @@
 // and Unlock, mid-hold and at a loss signal; the model's state is the
 // holder field and its count, so a count that does not match the holds
 // fails the round, and a loss signalled while Redis still held the lock
-// is counted as a false loss. Inside the assumptions there must be no
+// is counted as a false loss. Every Lock, TryLock, Unlock, ForceUnlock
+// and Close made with a ctx deadline is timed against it
+// (slack_test.go): each round's line and the report give the calls cut by
+// their deadline and how long after it they returned (p99, worst), and a
+// call of package lock more than 50 ms late fails the round (RedLock's
+// and MultiLock's calls are reported only). Inside the assumptions there must be no
 // double grant and no unsignalled loss; outside them the suite shows the
 // overlap and what the fence did about it. docs/safety.md has the
 // figures of a long run.

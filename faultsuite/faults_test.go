@@ -46,6 +46,7 @@ var kinds = []*faultKind{
 	{name: "tight-timeout", mode: true},              // Clients with CommandTimeout + RenewInterval just under WatchdogTimeout, leases near CommandTimeout, replies delayed near it
 	{name: "close-holding", mode: true},              // a holder's Clients (its own) are closed while it holds and writes; release replies delayed (one master; a RedLock's workers hold as usual)
 	{name: "unlock-deadline", mode: true},            // shared owners whose Unlock deadlines (20-150ms) expire while a release's reply is delayed; after an Unlock error the holder writes while its Held's context is live
+	{name: "close-stopped", mode: true},              // Clients of the workers' own closed (20-150ms deadlines) while the masters are stopped, their Lock/TryLock/Unlock/ForceUnlock calls (20-150ms deadlines) in flight
 	{name: "restart-now-empty", outside: true},       // restart at once without data (a majority or one on RedLock)
 	{name: "holder-pause", outside: true},            // a holder pauses past its explicit lease before writing
 	{name: "clock-fast", outside: true, clock: true}, // master clock 5x fast (a majority on RedLock)
@@ -73,6 +74,7 @@ type fault struct {
 	rate    float64       // clock rate
 	mode    workerMode    // the workers' mode while it lasts
 	rules   []rule        // commands lost or delayed meanwhile, in order
+	before  time.Duration // close-stopped: contention before the stop (which lasts d)
 }
 
 // rule is one command lost or delayed by a master's proxy: the first
@@ -112,12 +114,15 @@ func (f fault) String() string {
 		s = fmt.Sprintf("%s (Lock deadlines %v-%v) for %v", f.kind.name, f.mode.lockTimeout[0], f.mode.lockTimeout[1], f.d.Round(time.Millisecond))
 	case "unlock-deadline":
 		s = fmt.Sprintf("%s (Unlock deadlines %v-%v) for %v", f.kind.name, f.mode.unlockTimeout[0], f.mode.unlockTimeout[1], f.d.Round(time.Millisecond))
+	case "close-stopped":
+		s = fmt.Sprintf("%s on %v: stopped %v after %v, call and Close deadlines %v-%v", f.kind.name, f.targets, f.d.Round(time.Millisecond),
+			f.before.Round(time.Millisecond), f.mode.callTimeout[0], f.mode.callTimeout[1])
 	case "tight-timeout":
 		s = fmt.Sprintf("%s (CommandTimeout %v, leases %v-%v) for %v", f.kind.name, tightCommandTimeout, f.mode.tightLease[0], f.mode.tightLease[1], f.d.Round(time.Millisecond))
 	default:
 		s += fmt.Sprintf(" for %v", f.d.Round(time.Millisecond))
 	}
-	if f.kind.mode && f.kind.name != "reenter-short-lease" && f.kind.name != "ctx-deadline" && f.kind.name != "unlock-deadline" && f.kind.name != "tight-timeout" {
+	if f.kind.mode && f.kind.name != "reenter-short-lease" && f.kind.name != "ctx-deadline" && f.kind.name != "unlock-deadline" && f.kind.name != "tight-timeout" && f.kind.name != "close-stopped" {
 		s = fmt.Sprintf("%s for %v", f.kind.name, f.d.Round(time.Millisecond))
 	}
 	for _, x := range f.rules {
@@ -197,8 +202,14 @@ func draw(rng *rand.Rand, k *faultKind, topo topology) fault {
 		if topo.masters > 1 {
 			n = topo.quorum
 		}
+	case "close-stopped":
+		// Stopped shorter and longer than the lease; the Closes come
+		// 0-60 ms into the stop, with deadlines of 20-150 ms.
+		f.d = randDuration(rng, 250*time.Millisecond, 2*watchdogLease)
+		f.before = randDuration(rng, 50*time.Millisecond, 200*time.Millisecond)
+		f.mode = workerMode{kind: k.name, callTimeout: [2]time.Duration{20 * time.Millisecond, 150 * time.Millisecond}, stop: newStopSignal()}
 	}
-	if k.mode {
+	if k.mode && k.name != "close-stopped" {
 		return drawMode(rng, f, topo)
 	}
 	f.targets = rng.Perm(topo.masters)[:n]
@@ -283,6 +294,9 @@ func drawMode(rng *rand.Rand, f fault, topo topology) fault {
 // injectMode turns the workers' mode on for f.d and injects f's rules at
 // their moments, each until it acts once or the fault ends.
 func (r *round) injectMode(ctx context.Context, f fault) error {
+	if f.kind.name == "close-stopped" {
+		return r.injectCloseStopped(ctx, f)
+	}
 	r.setMode(f.mode)
 	defer r.setMode(workerMode{})
 	start := time.Now()

@@ -98,7 +98,11 @@ type holding struct {
 
 	writes []write
 
-	lostAt     instant // the hold's context was cancelled with ErrLockLost; never if not
+	lostAt instant // the hold's context was cancelled with ErrLockLost; never if not
+	// closedAt: the hold's context was cancelled with ErrClosed (its
+	// Client's Close ended it); never if not. The holder no longer relies
+	// on the lock from then; Redis may keep it until its lease runs out.
+	closedAt   instant
 	unlockCall instant // never if Unlock was not called
 	unlockRet  instant
 	unlockErr  error
@@ -136,7 +140,7 @@ func (h *history) acquired(worker, client int, call instant, hd held, lease time
 		x := &holding{
 			id: len(h.holdings), worker: worker, client: client, field: hd.Owner(), lock: sp.lock, lease: lease,
 			call: call, ret: ret, token: sp.token,
-			lostAt: never, unlockCall: never, unlockRet: never,
+			lostAt: never, closedAt: never, unlockCall: never, unlockRet: never,
 		}
 		h.holdings = append(h.holdings, x)
 		if first == nil {
@@ -160,9 +164,12 @@ func (h *history) watchLoss(x *holding, ctx context.Context) {
 	// loss it sees itself (noteLoss keeps the earliest). Redis is asked
 	// at once whether it still held the lock then (a false loss).
 	context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), lock.ErrLockLost) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, lock.ErrLockLost):
 			h.noteLoss(x, h.now())
 			h.probeLoss(x)
+		case errors.Is(cause, lock.ErrClosed):
+			h.noteClosed(x, h.now())
 		}
 	})
 }
@@ -233,6 +240,16 @@ func (h *history) noteLoss(x *holding, at instant) {
 	defer h.mu.Unlock()
 	for _, y := range x.all() {
 		y.lostAt = min(y.lostAt, at)
+	}
+}
+
+// noteClosed records that x's context (and its siblings') was cancelled
+// with ErrClosed at at.
+func (h *history) noteClosed(x *holding, at instant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, y := range x.all() {
+		y.closedAt = min(y.closedAt, at)
 	}
 }
 

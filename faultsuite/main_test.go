@@ -36,7 +36,7 @@ const (
 // defaultRounds is the rounds of each case when neither RLOCK_FAULT_ROUNDS
 // nor RLOCK_FAULT_DURATION is set: the bounded mode CI runs. The lead
 // faults of the four cases (two backends, two locks) follow each other
-// (see backendOffset), so that with nineteen kinds (24 leads) a run over both
+// (see backendOffset), so that with twenty kinds (24 leads) a run over both
 // backends leads at least one round with every kind.
 const defaultRounds = 6
 

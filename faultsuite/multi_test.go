@@ -83,6 +83,8 @@ func (m multi) lock(ctx context.Context, blocking bool, lease time.Duration) (he
 	return redlock{l: m.l, obs: m.obs}.lock(ctx, blocking, lease)
 }
 
+func (multi) multilock() bool { return true }
+
 // spans are every name with its own token.
 func (m multi) spans(h held) []span {
 	mh := h.(*multilock.Held)

@@ -86,7 +86,8 @@ func (r *round) read(ctx context.Context, i int, c *lock.Client) {
 	m := c.ReadWriteMutex(r.name).ReadLock()
 	for ctx.Err() == nil {
 		lctx, cancel := context.WithTimeout(ctx, readerWait)
-		h, err := m.Lock(lctx)
+		var h *lock.Held
+		err := r.timed(lctx, "Lock", false, func() (err error) { h, err = m.Lock(lctx); return err })
 		cancel()
 		if err != nil {
 			think(ctx, randDuration(rng, minThink, maxThink))
@@ -102,7 +103,7 @@ func (r *round) read(ctx context.Context, i int, c *lock.Client) {
 		work(h.Context(), randDuration(rng, minReaderWork, maxReaderWork))
 		look()
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-		_ = h.Unlock(uctx) // a failed or lost release only ends the reading
+		_ = r.timed(uctx, "Unlock", false, func() error { return h.Unlock(uctx) }) // a failed or lost release only ends the reading
 		ucancel()
 		r.readings.add(x)
 		think(ctx, randDuration(rng, minReaderIdle, maxReaderIdle))

@@ -24,6 +24,9 @@ type tally struct {
 	illegal                       int // porcupine: not linearizable
 	reads, countBelow, countAbove int
 	probed, falseLoss             int
+	calls                         int   // made with a ctx deadline
+	cuts                          []cut // ... and cut by it
+	closes, closedHelds           int   // close-stopped: Closes, and the Helds they ended
 }
 
 func (t *tally) add(res roundResult) {
@@ -51,6 +54,10 @@ func (t *tally) add(res roundResult) {
 	t.countAbove += res.countAbove
 	t.probed += res.probed
 	t.falseLoss += res.falseLoss
+	t.calls += res.calls
+	t.cuts = append(t.cuts, res.cuts...)
+	t.closes += res.closes
+	t.closedHelds += res.closedHelds
 }
 
 // summary is one case's run.
@@ -101,18 +108,15 @@ func (res roundResult) line() string {
 	return fmt.Sprintf("%d holds%s, %d writes; double grants %d; stale writes rejected %d, accepted %d; fresh writes rejected %d; inverted tokens %d; losses signalled %d (late %d, by up to %v), unsignalled %d; false losses %d of %d probed; counts read %d, below %d, above %d; commands hit %v; losses reported up to %v after the lease ran out; %s: %s",
 		res.holdings, reads, res.writes, res.doubleGrants, res.staleRejected, res.staleAccepted, res.freshRejected, res.inverted,
 		res.signalled, res.late, res.lateBy.Round(time.Millisecond), res.unsignalled, res.falseLoss, res.probed,
-		res.reads, res.countBelow, res.countAbove, res.injected, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result)) + overrunLine(res.overruns)
+		res.reads, res.countBelow, res.countAbove, res.injected, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result)) + "; " + slackLine(res.calls, res.cuts) + closeLine(res.closes, res.closedHelds)
 }
 
-// overrunLine says how long after their deadlines the Unlocks cut by it
-// returned: the p99 and the worst.
-func overrunLine(d []time.Duration) string {
-	if len(d) == 0 {
+// closeLine counts a round's close-stopped Closes, if any.
+func closeLine(closes, ended int) string {
+	if closes == 0 {
 		return ""
 	}
-	d = slices.Clone(d)
-	slices.Sort(d)
-	return fmt.Sprintf("; %d Unlocks cut by their deadline returned p99 %v, at worst %v after it", len(d), d[(len(d)*99)/100].Round(100*time.Microsecond), d[len(d)-1].Round(100*time.Microsecond))
+	return fmt.Sprintf("; %d Closes with the master stopped ended %d Helds", closes, ended)
 }
 
 func verdict(r porcupine.CheckResult) string {
@@ -150,12 +154,22 @@ func (s *summary) seedRange() string {
 	return fmt.Sprintf("%d–%d", lo, hi)
 }
 
+// slackCell is the table's cell of the calls with a ctx deadline, and
+// the Closes made while the master was stopped.
+func (t *tally) slackCell() string {
+	s := slackLine(t.calls, t.cuts)
+	if t.closes > 0 {
+		s += fmt.Sprintf("; %d Closes with the master stopped, %d Helds ended", t.closes, t.closedHelds)
+	}
+	return s
+}
+
 // The tables' headers.
 const (
-	runHeader = "| Backend | Lock | Rounds in / out | Faults injected | Holds | Double grants in / out | Stale writes rejected / accepted | Inverted tokens in / out | Losses signalled (late) / unsignalled, in | Losses signalled (late) / unsignalled, out | False losses / watchdog losses probed | Counts read, below / above | Not linearizable in / out | Loss reported after the lease ran out, max | Seeds | Time |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-	kindHeader = "| Backend | Lock | Lead fault | Rounds | Holds | Double grants | Stale writes rejected / accepted | Fresh writes rejected | Inverted tokens | Losses signalled (late) / unsignalled | False losses / probed | Counts read, below / above | Not linearizable | Loss reported after the lease ran out, max |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+	runHeader = "| Backend | Lock | Rounds in / out | Faults injected | Holds | Double grants in / out | Stale writes rejected / accepted | Inverted tokens in / out | Losses signalled (late) / unsignalled, in | Losses signalled (late) / unsignalled, out | False losses / watchdog losses probed | Counts read, below / above | Not linearizable in / out | Loss reported after the lease ran out, max | Calls with a ctx deadline: cut, p99 / worst slack | Seeds | Time |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+	kindHeader = "| Backend | Lock | Lead fault | Rounds | Holds | Double grants | Stale writes rejected / accepted | Fresh writes rejected | Inverted tokens | Losses signalled (late) / unsignalled | False losses / probed | Counts read, below / above | Not linearizable | Loss reported after the lease ran out, max | Calls with a ctx deadline: cut, p99 / worst slack |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 )
 
 // row is the case's line of the run table.
@@ -168,14 +182,19 @@ func (s *summary) row() string {
 	if n := in.unknown + out.unknown; n > 0 {
 		rounds += fmt.Sprintf(", %d unchecked", n)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %d | %d / %d | %d / %d | %d / %d | %d (%d) / %d | %d (%d) / %d | %d / %d | %d, %d / %d | %d / %d | %v | %s | %v |\n",
+	all := in
+	all.calls += out.calls
+	all.cuts = append(slices.Clone(in.cuts), out.cuts...)
+	all.closes += out.closes
+	all.closedHelds += out.closedHelds
+	return fmt.Sprintf("| %s | %s | %s | %s | %d | %d / %d | %d / %d | %d / %d | %d (%d) / %d | %d (%d) / %d | %d / %d | %d, %d / %d | %d / %d | %v | %s | %s | %v |\n",
 		s.backend, s.topo.name, rounds, s.faultList(), in.holdings+out.holdings,
 		in.doubleGrants, out.doubleGrants,
 		in.staleRejected+out.staleRejected, in.staleAccepted+out.staleAccepted,
 		in.inverted, out.inverted,
 		in.signalled, in.late, in.unsignalled, out.signalled, out.late, out.unsignalled,
 		in.falseLoss+out.falseLoss, in.probed+out.probed, in.reads, in.countBelow, in.countAbove, in.illegal, out.illegal,
-		max(in.lossDelay, out.lossDelay).Round(time.Millisecond), s.seedRange(), s.elapsed.Round(time.Second))
+		max(in.lossDelay, out.lossDelay).Round(time.Millisecond), all.slackCell(), s.seedRange(), s.elapsed.Round(time.Second))
 }
 
 // kindRows are the case's lines of the table by lead fault.
@@ -190,10 +209,10 @@ func (s *summary) kindRows() string {
 		if k.outside {
 			name += " (outside)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d / %d | %d | %d | %d (%d) / %d | %d / %d | %d, %d / %d | %d | %v |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d / %d | %d | %d | %d (%d) / %d | %d / %d | %d, %d / %d | %d | %v | %s |\n",
 			s.backend, s.topo.name, name, t.rounds, t.holdings, t.doubleGrants, t.staleRejected, t.staleAccepted,
 			t.freshRejected, t.inverted, t.signalled, t.late, t.unsignalled, t.falseLoss, t.probed,
-			t.reads, t.countBelow, t.countAbove, t.illegal, t.lossDelay.Round(time.Millisecond))
+			t.reads, t.countBelow, t.countAbove, t.illegal, t.lossDelay.Round(time.Millisecond), t.slackCell())
 	}
 	return b.String()
 }

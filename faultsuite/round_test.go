@@ -47,9 +47,9 @@ type round struct {
 	// lost, a reply delayed), by fault kind.
 	injectMu sync.Mutex
 	injected map[string]int
-	// overruns are how long after their deadline the Unlocks cut by it
-	// (unlock-deadline) returned; guarded by injectMu.
-	overruns []time.Duration
+	// dls are the calls made with a ctx deadline, and those it cut
+	// (slack_test.go).
+	dls deadlines
 }
 
 // workerMode is a fault kind that changes how the workers use the lock
@@ -61,6 +61,10 @@ type workerMode struct {
 	// unlock-deadline: the Unlock deadlines' range
 	unlockTimeout [2]time.Duration
 	tightLease    [2]time.Duration // tight-timeout: the explicit leases' range
+	// close-stopped: the deadlines' range of every call, and the fault's
+	// signals (closestopped_test.go).
+	callTimeout [2]time.Duration
+	stop        *stopSignal
 }
 
 func (r *round) mode() workerMode {
@@ -85,14 +89,6 @@ func (r *round) bound(ctx, values context.Context) (context.Context, context.Can
 	c, cancel := context.WithCancel(values)
 	stop := context.AfterFunc(ctx, cancel)
 	return c, func() { stop(); cancel() }
-}
-
-// unlockReturned records an Unlock of deadline d, begun at start, that
-// returned an error now.
-func (r *round) unlockReturned(start time.Time, d time.Duration) {
-	r.injectMu.Lock()
-	defer r.injectMu.Unlock()
-	r.overruns = append(r.overruns, max(time.Since(start)-d, 0))
 }
 
 func (r *round) hit(kind string, n int) {

@@ -59,6 +59,8 @@ func (w *worker) run(ctx context.Context, r *round) {
 			w.ownerCtx(ctx, r, rng, m)
 		case "close-holding":
 			w.closeHolding(ctx, r, rng)
+		case "close-stopped":
+			w.closeStopped(ctx, r, rng, m)
 		case "tight-timeout":
 			lease := randDuration(rng, m.tightLease[0], m.tightLease[1])
 			w.hold(ctx, r, rng, holdOpts{lk: w.locker(r.name, true), client: w.id, blocking: rng.IntN(10) < blockingShare, lease: lease, maxWork: lease})
@@ -104,6 +106,13 @@ type holdOpts struct {
 	// inner > 0: while holding, re-enter with Lease(inner), unlock the
 	// re-entry, then keep the outer hold for longer than inner.
 	inner time.Duration
+	// busy: the holder writes every millisecond while it works, not
+	// only before and after, as a holder that does not know its lock
+	// may end does.
+	busy bool
+	// track, when set, is told of the hold and asked before Unlock
+	// (close-stopped: a hold its Client's Close must end).
+	track *heldSet
 }
 
 // hold acquires once, writes, works, writes and releases; it reports
@@ -119,7 +128,11 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 		lctx, cancel = context.WithTimeout(lctx, o.timeout)
 	}
 	call := r.hist.now()
-	h, err := o.lk.lock(lctx, o.blocking, o.lease)
+	var h held
+	err := r.timed(lctx, lockCall(o.blocking), o.lk.multilock(), func() (err error) {
+		h, err = o.lk.lock(lctx, o.blocking, o.lease)
+		return err
+	})
 	cancel()
 	if err != nil {
 		if owner, ok := lock.OwnerFrom(lctx); ok && !errors.As(err, new(*lock.ConflictError)) {
@@ -135,6 +148,7 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 		return false
 	}
 	x := r.hist.acquired(w.id, o.client, call, h, o.lease, o.lk.spans(h))
+	o.track.add(h)
 	r.hist.read(x)
 	if o.pause == nil && o.client == w.id && o.lockCtx == nil {
 		w.sink.held(w.id, h.Owner())
@@ -169,8 +183,24 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 		if o.maxWork > 0 {
 			d = min(d, randDuration(rng, minWork/2, o.maxWork))
 		}
-		work(h.Context(), d)
+		if o.busy {
+			until := time.Now().Add(d)
+			for time.Now().Before(until) && r.res.write(r.hist, x, h.Context(), false) {
+				work(h.Context(), time.Millisecond)
+			}
+		} else {
+			work(h.Context(), d)
+		}
 		r.res.write(r.hist, x, h.Context(), false)
+	}
+	if !o.track.mayUnlock(h) {
+		// Its Client is being closed: the holder goes on writing until
+		// Close ends its Held, as a holder that does not know of the
+		// Close does; the Unlock below then finds the Client closed.
+		until := time.Now().Add(unlockTimeout)
+		for ctx.Err() == nil && time.Now().Before(until) && r.res.write(r.hist, x, h.Context(), false) {
+			work(h.Context(), time.Millisecond)
+		}
 	}
 	if o.join {
 		nested.Wait()
@@ -184,11 +214,10 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 		ut = o.unlockTimeout
 	}
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), ut)
-	ucall, ustart := r.hist.now(), time.Now()
-	err = h.Unlock(uctx)
+	ucall := r.hist.now()
+	err = r.timed(uctx, "Unlock", o.lk.multilock(), func() error { return h.Unlock(uctx) })
 	ucancel()
 	if err != nil && o.unlockTimeout > 0 {
-		r.unlockReturned(ustart, ut)
 		// A holder that trusts its context: while the context says the
 		// lock is still held (an Unlock that found its turn busy did
 		// not release it), it goes on writing for a while, then unlocks
@@ -198,7 +227,7 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 			work(h.Context(), time.Millisecond)
 		}
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-		if again := h.Unlock(uctx); again == nil || !errors.Is(again, lock.ErrNotHeld) {
+		if again := r.timed(uctx, "Unlock", o.lk.multilock(), func() error { return h.Unlock(uctx) }); again == nil || !errors.Is(again, lock.ErrNotHeld) {
 			err = again
 		}
 		ucancel()
@@ -222,7 +251,7 @@ func (w *worker) closeHolding(ctx context.Context, r *round, rng *rand.Rand) {
 		return
 	}
 	nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	cs, err := w.fresh(nctx)
+	cs, err := w.fresh(nctx, 0)
 	cancel()
 	if err != nil {
 		think(ctx, randDuration(rng, minThink, maxThink))
@@ -233,13 +262,18 @@ func (w *worker) closeHolding(ctx context.Context, r *round, rng *rand.Rand) {
 		defer cancel()
 		var errs []error
 		for _, c := range cs {
-			errs = append(errs, c.Close(cctx))
+			errs = append(errs, r.timed(cctx, "Close", false, func() error { return c.Close(cctx) }))
 		}
 		return errors.Join(errs...)
 	}
 	call := r.hist.now()
 	lk := w.lockerOn(cs, r.name)
-	h, err := lk.lock(ctx, rng.IntN(10) < blockingShare, 0)
+	blocking := rng.IntN(10) < blockingShare
+	var h held
+	err = r.timed(ctx, lockCall(blocking), lk.multilock(), func() (err error) {
+		h, err = lk.lock(ctx, blocking, 0)
+		return err
+	})
 	if err != nil {
 		_ = closeAll()
 		think(ctx, randDuration(rng, minThink, maxThink))
@@ -294,7 +328,11 @@ func (w *worker) ownerCtx(ctx context.Context, r *round, rng *rand.Rand, m worke
 	octx := lock.WithOwner(ctx)
 	var aux *lock.Held
 	if rng.IntN(2) == 0 {
-		h, err := w.clients[0].Mutex(fmt.Sprintf("%s:aux:%d", r.name, w.id)).Lock(ctx)
+		var h *lock.Held
+		err := r.timed(ctx, "Lock", false, func() (err error) {
+			h, err = w.clients[0].Mutex(fmt.Sprintf("%s:aux:%d", r.name, w.id)).Lock(ctx)
+			return err
+		})
 		if err != nil {
 			think(ctx, randDuration(rng, minThink, maxThink))
 			return
@@ -310,7 +348,7 @@ func (w *worker) ownerCtx(ctx context.Context, r *round, rng *rand.Rand, m worke
 	}
 	if aux != nil {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-		_ = aux.Unlock(uctx)
+		_ = r.timed(uctx, "Unlock", false, func() error { return aux.Unlock(uctx) })
 		cancel()
 	}
 }
@@ -336,6 +374,14 @@ func work(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// lockCall names an acquisition for the deadline measurements.
+func lockCall(blocking bool) string {
+	if blocking {
+		return "Lock"
+	}
+	return "TryLock"
 }
 
 // think waits d between attempts, or until ctx ends.

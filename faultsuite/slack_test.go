@@ -1,0 +1,128 @@
+package faultsuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Every call of the suite's workers and readers made with a ctx deadline
+// (Lock, TryLock, Unlock, ForceUnlock, Close) is timed against it (issue
+// 29: "Lock, TryLock, Unlock, ForceUnlock and Close return within their
+// ctx plus 10 ms (p99; at most 50 ms), whatever the master does"). A call
+// is *cut* when it returned after its deadline, or with its deadline's
+// error; its slack is how long after the deadline it returned (0 when
+// before). A cut call of package lock whose slack is above hardSlack fails
+// the round. Only deadlines count: a ctx cancelled without one is not
+// honoured while a request is alone on its connection (lock.Mutex.Lock's
+// documented exception), and the suite's bare cancellations (the end of a
+// round, a Held's context handed on) are not measured. Calls of package
+// multilock (RedLock, MultiLock) are measured and reported, not bounded:
+// their doc comments say they retry until ctx ends, not how soon they
+// return after it.
+const hardSlack = 50 * time.Millisecond
+
+// cut is one call that its ctx's deadline cut.
+type cut struct {
+	call  string        // Lock, TryLock, Unlock, ForceUnlock, Close
+	multi bool          // a call of package multilock: reported, not bounded
+	at    instant       // when it returned
+	slack time.Duration // how long after its deadline it returned
+	err   error         // what it returned
+}
+
+func (c cut) String() string {
+	api := "lock"
+	if c.multi {
+		api = "multilock"
+	}
+	return fmt.Sprintf("%s.%s returned %v after its ctx deadline, at %.1fms: %s", api, c.call, c.slack.Round(100*time.Microsecond), float64(c.at)/float64(time.Millisecond), short(c.err))
+}
+
+// deadlines are a round's calls with a ctx deadline.
+type deadlines struct {
+	mu    sync.Mutex
+	calls int // made with a deadline
+	cuts  []cut
+}
+
+// timed runs f, a call named call made with ctx, and records it when ctx
+// has a deadline.
+func (r *round) timed(ctx context.Context, call string, multi bool, f func() error) error {
+	dl, ok := ctx.Deadline()
+	err := f()
+	if !ok {
+		return err
+	}
+	ret := time.Now()
+	r.dls.mu.Lock()
+	defer r.dls.mu.Unlock()
+	r.dls.calls++
+	if ret.After(dl) || errors.Is(err, context.DeadlineExceeded) {
+		r.dls.cuts = append(r.dls.cuts, cut{call: call, multi: multi, at: r.hist.now(), slack: max(ret.Sub(dl), 0), err: err})
+	}
+	return err
+}
+
+// snapshot returns the calls made with a deadline and the cut ones.
+func (d *deadlines) snapshot() (int, []cut) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls, slices.Clone(d.cuts)
+}
+
+// slackStats is p99 and worst slack of cuts, by call too.
+func slackStats(cuts []cut) string {
+	if len(cuts) == 0 {
+		return "none cut"
+	}
+	ds := make([]time.Duration, len(cuts))
+	worst := map[string]time.Duration{}
+	for i, c := range cuts {
+		ds[i] = c.slack
+		worst[c.call] = max(worst[c.call], c.slack)
+	}
+	slices.Sort(ds)
+	var by []string
+	for _, call := range []string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Close"} {
+		if d, ok := worst[call]; ok {
+			by = append(by, fmt.Sprintf("%s %v", call, d.Round(100*time.Microsecond)))
+		}
+	}
+	return fmt.Sprintf("%d cut: p99 %v, worst %v (%s)", len(cuts), ds[len(ds)*99/100].Round(100*time.Microsecond),
+		ds[len(ds)-1].Round(100*time.Microsecond), strings.Join(by, ", "))
+}
+
+// slackLine says how the calls with a deadline returned: those of package
+// lock, then (when there are) those of package multilock.
+func slackLine(calls int, cuts []cut) string {
+	var single, multi []cut
+	for _, c := range cuts {
+		if c.multi {
+			multi = append(multi, c)
+		} else {
+			single = append(single, c)
+		}
+	}
+	s := fmt.Sprintf("%d calls with a ctx deadline; lock: %s", calls, slackStats(single))
+	if len(multi) > 0 {
+		s += "; multilock: " + slackStats(multi)
+	}
+	return s
+}
+
+// overDeadline lists the cut calls of package lock that returned more
+// than hardSlack after their deadline.
+func overDeadline(cuts []cut) []cut {
+	var out []cut
+	for _, c := range cuts {
+		if !c.multi && c.slack > hardSlack {
+			out = append(out, c)
+		}
+	}
+	return out
+}
