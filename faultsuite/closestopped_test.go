@@ -41,7 +41,8 @@ import (
 // holder's write after another Client's grant is one; hold counts; the
 // fair queue empty at the end):
 //   - every call returns within its deadline plus hardSlack
-//     (slack_test.go);
+//     (slack_test.go; a failure with RLOCK_FAULT_HARD_SLACK set, reported
+//     otherwise);
 //   - when a Close returns, every lock.Held of its Client whose Unlock had
 //     not begun has ended, with cause ErrClosed or ErrLockLost;
 //   - a lease after the masters were resumed (plus 150 ms), no hold of a
