@@ -117,6 +117,11 @@ func (a *acquisition) waitFair(w **pubsub.Waiter, att outcome) error {
 		if *w != nil {
 			return nil
 		}
+		// The subscription took time (up to all that was left): the sleep
+		// is bounded by what is left now.
+		if left, err = a.left(att.TTL); err != nil {
+			return err
+		}
 	}
 	return a.sleepFair(*w, att, left)
 }

@@ -400,6 +400,9 @@ func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, 
 	sctx, cancel := context.WithTimeout(a.ctx, min(left, c.cfg.CommandTimeout))
 	w := c.queues.subscription(sctx, q) // nil: sleep on the lease alone, slower but never wrong
 	cancel()
+	if !a.deadline.IsZero() {
+		left = max(time.Until(a.deadline), 0) // after the subscription's time
+	}
 	sleep := ttl
 	if sleep < 0 { // the key has no expiry: only a message ends the wait
 		sleep = left
