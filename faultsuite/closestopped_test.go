@@ -242,19 +242,7 @@ func (r *round) injectCloseStopped(ctx context.Context, f fault) error {
 	if err := sleepCtx(ctx, f.before); err != nil {
 		return err
 	}
-	on := func(do func(*integration.Server) error) error {
-		errs := make([]error, len(f.targets))
-		var wg sync.WaitGroup
-		for i, m := range f.targets {
-			wg.Go(func() {
-				if err := do(r.servers[m]); err != nil {
-					errs[i] = fmt.Errorf("master %d: %w", m, err)
-				}
-			})
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	}
+	on := func(do func(*integration.Server) error) error { return r.onTargets(f, do) }
 	err := on(func(s *integration.Server) error { return s.Pause(ctx) })
 	close(s.stopped)
 	if err != nil {

@@ -318,22 +318,26 @@ func (r *round) injectMode(ctx context.Context, f fault) error {
 	return sleepCtx(ctx, time.Until(end))
 }
 
+// onTargets runs do on each of f's masters at once, and joins their
+// errors.
+func (r *round) onTargets(f fault, do func(s *integration.Server) error) error {
+	errs := make([]error, len(f.targets))
+	var wg sync.WaitGroup
+	for i, m := range f.targets {
+		wg.Go(func() {
+			if err := do(r.servers[m]); err != nil {
+				errs[i] = fmt.Errorf("master %d: %w", m, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // inject applies f to the round's masters and undoes it: when it returns,
 // every master runs, reachable, at clock rate 1.
 func (r *round) inject(ctx context.Context, f fault) error {
-	on := func(do func(s *integration.Server) error) error {
-		errs := make([]error, len(f.targets))
-		var wg sync.WaitGroup
-		for i, m := range f.targets {
-			wg.Go(func() {
-				if err := do(r.servers[m]); err != nil {
-					errs[i] = fmt.Errorf("master %d: %w", m, err)
-				}
-			})
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	}
+	on := func(do func(s *integration.Server) error) error { return r.onTargets(f, do) }
 	// The fault's duration is part of the schedule: time itself, not a
 	// wait for another goroutine.
 	last := func() error { return sleepCtx(ctx, f.d) }

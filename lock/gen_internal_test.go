@@ -16,12 +16,7 @@ import (
 // loss is judged here by a force unlock's path (loseAll, which the
 // watchdog's judgement shares), with the turn taken by the test.
 func TestLossWhileTheTurnIsHeldEndsHeldsAtOnce(t *testing.T) {
-	srv := integration.Redis(t, integration.Options{})
-	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close(context.Background()) }()
+	c := internalClient(t)
 	ctx := context.Background()
 	m := c.Mutex("gen:turn")
 	h, err := m.Lock(ctx)
@@ -66,4 +61,17 @@ func TestLossWhileTheTurnIsHeldEndsHeldsAtOnce(t *testing.T) {
 	if err := h.Unlock(ctx); !errors.Is(err, ErrLockLost) {
 		t.Fatalf("Unlock of a lost Held = %v, want ErrLockLost", err)
 	}
+}
+
+// internalClient is a Client of a redis-server of the test's own, closed
+// when the test ends.
+func internalClient(t *testing.T) *Client {
+	t.Helper()
+	srv := integration.Redis(t, integration.Options{})
+	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
 }

@@ -26,12 +26,7 @@ import (
 // to the waiter; the watchdog's lossJudged runs then and finds the turn
 // busy; the waiter's ctx has ended, so it passes the turn on and frees it.
 func TestReviewLossLostByAWaiterPassingTheTurn(t *testing.T) {
-	srv := integration.Redis(t, integration.Options{})
-	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close(context.Background()) }()
+	c := internalClient(t)
 	ctx := context.Background()
 	m := c.Mutex("review3:pass")
 	h, err := m.Lock(ctx)
@@ -120,6 +115,13 @@ func lossSteps(_ *testing.T, g *gen, lost *LostError) map[string][2]func() {
 	}
 }
 
+// bothOrders runs test with each order of lossJudged's two writes.
+func bothOrders(t *testing.T, test func(t *testing.T, order string)) {
+	for _, order := range []string{"end first", "why first"} {
+		t.Run(order, func(t *testing.T) { test(t, order) })
+	}
+}
+
 // Review finding 2: lossJudged sets its generation's end (which current
 // reads) before its why (which a Held's ended reads, and born checks).
 // Between the two, a turn holder's current applies the loss and a new
@@ -132,18 +134,11 @@ func lossSteps(_ *testing.T, g *gen, lost *LostError) map[string][2]func() {
 // compare-and-swap) and its second (stop) apart, as a preempted watchdog
 // goroutine would.
 func TestReviewStaleHeldReleasesTheNextGeneration(t *testing.T) {
-	for _, order := range []string{"end first", "why first"} {
-		t.Run(order, func(t *testing.T) { testReviewStaleHeldReleasesTheNextGenerationIn(t, order) })
-	}
+	bothOrders(t, testReviewStaleHeldReleasesTheNextGenerationIn)
 }
 
 func testReviewStaleHeldReleasesTheNextGenerationIn(t *testing.T, order string) {
-	srv := integration.Redis(t, integration.Options{})
-	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close(context.Background()) }()
+	c := internalClient(t)
 	ctx := context.Background()
 	m := c.Mutex("review3:stale")
 	h1, err := m.Lock(ctx)
@@ -188,9 +183,7 @@ func testReviewStaleHeldReleasesTheNextGenerationIn(t *testing.T, order string) 
 // context's cause say ErrClosed: "a loss judged first keeps its cause"
 // (docs/design.md) does not hold in this window.
 func TestReviewCloseBetweenALossTwoSteps(t *testing.T) {
-	for _, order := range []string{"end first", "why first"} {
-		t.Run(order, func(t *testing.T) { testReviewCloseBetweenALossTwoStepsIn(t, order) })
-	}
+	bothOrders(t, testReviewCloseBetweenALossTwoStepsIn)
 }
 
 func testReviewCloseBetweenALossTwoStepsIn(t *testing.T, order string) {
@@ -223,12 +216,7 @@ func testReviewCloseBetweenALossTwoStepsIn(t *testing.T, order string) {
 // with context.WithCancel end synchronously with it; the Lock context's
 // values are kept, its deadline is not.
 func TestReviewHeldContextUnderConcurrentLoss(t *testing.T) {
-	srv := integration.Redis(t, integration.Options{})
-	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close(context.Background()) }()
+	c := internalClient(t)
 	type k struct{}
 	for i := range 200 {
 		lctx, cancel := context.WithTimeout(context.WithValue(context.Background(), k{}, i), time.Minute)
@@ -305,19 +293,12 @@ func TestReviewHeldContextUnderConcurrentLoss(t *testing.T) {
 // its release, which Redis answers "not held", and returns nil: the
 // holder is told its hold ended normally.
 func TestReviewUnlockOfALostHoldReturnsNilInTheWindow(t *testing.T) {
-	for _, order := range []string{"end first", "why first"} {
-		t.Run(order, func(t *testing.T) { testReviewUnlockOfALostHoldReturnsNilInTheWindowIn(t, order) })
-	}
+	bothOrders(t, testReviewUnlockOfALostHoldReturnsNilInTheWindowIn)
 }
 
 func testReviewUnlockOfALostHoldReturnsNilInTheWindowIn(t *testing.T, order string) {
-	srv := integration.Redis(t, integration.Options{})
-	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close(context.Background()) }()
-	c2, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
+	c := internalClient(t)
+	c2, err := New(context.Background(), Config{Addrs: []string{c.addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
