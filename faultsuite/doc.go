@@ -51,9 +51,10 @@
 // is counted as a false loss. Every Lock, TryLock, Unlock, ForceUnlock
 // and Close made with a ctx deadline is timed against it
 // (slack_test.go): each round's line and the report give the calls cut by
-// their deadline and how long after it they returned (p99, worst), and a
-// call of package lock more than 50 ms late fails the round (RedLock's
-// and MultiLock's calls are reported only). Inside the assumptions there must be no
+// their deadline and how long after it they returned (p99, worst); with
+// RLOCK_FAULT_HARD_SLACK set, a call of package lock more than 50 ms late
+// fails the round (RedLock's and MultiLock's calls are reported only).
+// Inside the assumptions there must be no
 // double grant and no unsignalled loss; outside them the suite shows the
 // overlap and what the fence did about it. docs/safety.md has the
 // figures of a long run.
