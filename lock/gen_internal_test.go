@@ -3,10 +3,12 @@ package lock
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/observe"
+	"github.com/rlock-go/rlock/watchdog"
 )
 
 // A loss judged while another call holds the hold's turn (a long Unlock,
@@ -74,4 +76,34 @@ func internalClient(t *testing.T) *Client {
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
+}
+
+// Two judgements of one loss at once (the watchdog's, and loseAll's after
+// wd.Lose found the entry gone) report it to the Observer once: the one
+// that ended the Helds does. Here the first has ended them (stop) and not
+// yet recorded the loss when the second runs whole; before, the second
+// reported it too (and the first then did).
+func TestOneLossIsReportedOnce(t *testing.T) {
+	srv := integration.Redis(t, integration.Options{})
+	var reports atomic.Int32
+	obs := &observe.Observer{Loss: func(context.Context, observe.Loss) { reports.Add(1) }}
+	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	h, err := c.Mutex("gen:report").Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := h.g
+	first := &LostError{Name: "gen:report", Kind: observe.LossLeaseExpired, Reason: "test: the first judgement"}
+	g.stop(first) // the first judgement's first step
+	h.l.lossJudged(g, &watchdog.LossError{Name: "gen:report", Kind: observe.LossNotHeld, Reason: "test: the second"})
+	if n := reports.Load(); n != 0 {
+		t.Fatalf("the second judgement of a loss whose Helds the first had ended reported it: %d reports", n)
+	}
+	if err := h.Unlock(context.Background()); !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Unlock = %v, want ErrLockLost", err)
+	}
 }

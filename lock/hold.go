@@ -138,6 +138,17 @@ func (g *gen) cause() error {
 	return nil
 }
 
+// whyLost reports whether a loss ended g's Helds (not Close, nor their
+// plain end).
+func (g *gen) whyLost() bool {
+	w := g.why.Load()
+	if w == nil {
+		return false
+	}
+	_, lost := w.cause.(*LostError)
+	return lost
+}
+
 // live reports whether g is a generation of live Helds: for readers
 // without the turn (a generation's fields are its own).
 func (g *gen) live() bool { return g != nil && g.why.Load() == nil && g.end.Load() == nil }
@@ -496,8 +507,11 @@ func (l *hold) lossJudged(g *gen, le *watchdog.LossError) {
 	// The Helds end first (why, which the turn holder reads too), then
 	// the hold's record (end): a loss judged after Close ended the Helds
 	// is recorded all the same (closeReleases stops at it).
+	// One report per generation: by the judgement that ended the Helds,
+	// or, when Close had ended them, by the one that recorded the loss.
 	ended := g.stop(lost)
-	if !g.end.CompareAndSwap(nil, lost) && !ended {
+	recorded := g.end.CompareAndSwap(nil, lost)
+	if !ended && (!recorded || g.whyLost()) {
 		return // ended already: plainly, or judged before
 	}
 	if l.e.obs != nil && l.e.obs.Loss != nil {
