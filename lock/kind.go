@@ -153,12 +153,12 @@ func (p *protocol) forceUnlock(ctx context.Context, m *Mutex) (bool, error) {
 		return m.forceUnlockRW(ctx, "write", reentrant.ReadUnlockMessage)
 	case reentrant.ModeFair:
 		return m.forceUnlock(ctx, true, func(qctx context.Context, c *Client) (bool, error) {
-			return reentrant.ForceUnlockFair(qctx, c.rc, m.name, c.publish)
+			return reentrant.ForceUnlockFair(qctx, c.crc, m.name, c.publish)
 		})
 	}
 	return m.forceUnlock(ctx, true, func(qctx context.Context, c *Client) (bool, error) {
 		// a spin lock's publishes nothing: Redisson's spin forceUnlock only deletes
-		return reentrant.ForceUnlock(qctx, c.rc, m.name, p.publish(c.publish))
+		return reentrant.ForceUnlock(qctx, c.crc, m.name, p.publish(c.publish))
 	})
 }
 

@@ -752,7 +752,7 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 	unknown := false // some send's outcome is unknown: it may have run
 	err := c.e.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, stops{a: c.done, caller: true}, func(actx context.Context) (err error) {
 		sends++
-		res, err = req.Run(actx, c.rc)
+		res, err = req.Run(actx, c.crc)
 		if err != nil && isReply(err) {
 			// Answered (READONLY, LOADING, ...): the script changed
 			// nothing, and whether to ask again is the caller's

@@ -116,7 +116,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 // publishes msg; the Client's holds of the name are lost when it did.
 func (m *Mutex) forceUnlockRW(ctx context.Context, mode, msg string) (bool, error) {
 	return m.forceUnlock(ctx, false, func(qctx context.Context, c *Client) (bool, error) {
-		return reentrant.ForceUnlockRW(qctx, c.rc, m.name, mode, msg, c.publish)
+		return reentrant.ForceUnlockRW(qctx, c.crc, m.name, mode, msg, c.publish)
 	})
 }
 
@@ -161,7 +161,7 @@ func (m *Mutex) query(ctx context.Context, op string, build func(rueidis.Client)
 	defer c.exit()
 	qctx, cancel := c.e.cmdCtx(ctx)
 	defer cancel()
-	res := c.rc.Do(qctx, build(c.rc))
+	res := c.crc.Do(qctx, build(c.rc))
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		return join(masterErr(c.route.errAt(m.name), op, err), ctx.Err())
 	}

@@ -30,6 +30,7 @@ const replicaRetry = time.Second
 // asks again before the next one. Guarded by mu.
 type replicas struct {
 	rc           rueidis.Client
+	crc          *boundRC // rc for a caller's ROLE (bounded.go); nil in tests that make replicas alone
 	cfg          Config
 	at           func(name string) string       // the master that owns name
 	readSlots    func(ctx context.Context) bool // a cluster's slot table, read now
@@ -282,6 +283,9 @@ func (r *replicas) askReplicas(ctx context.Context, addr string) (int, error) {
 		if node = r.rc.Nodes()[addr]; node == nil {
 			return 0, fmt.Errorf("no connection to %s", addr)
 		}
+	}
+	if r.crc != nil {
+		node = r.crc.on(node)
 	}
 	actx, cancel := context.WithTimeout(ctx, r.cfg.CommandTimeout)
 	defer cancel()

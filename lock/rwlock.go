@@ -243,7 +243,7 @@ func (m *Mutex) isLockedHalf(ctx context.Context) (bool, error) {
 	}
 	defer c.exit()
 	qctx, cancel := c.e.cmdCtx(ctx)
-	locked, err := reentrant.IsLockedRW(qctx, c.rc, m.name, m.p.mode)
+	locked, err := reentrant.IsLockedRW(qctx, c.crc, m.name, m.p.mode)
 	cancel()
 	if err != nil {
 		return false, join(masterErr(c.route.errAt(m.name), "is locked", err), ctx.Err())

@@ -27,6 +27,7 @@ type sendCtx struct {
 	parent context.Context // the caller's when the send is on its behalf; else values
 	values context.Context // the caller's, WithoutCancel: context.Cause of a send ctx is its own Err
 	dl     time.Time
+	caller bool // the send is on the caller's behalf: it ends with parent
 
 	mu      sync.Mutex
 	done    chan struct{} // made by the first Done
@@ -43,7 +44,7 @@ func newSendCtx(ctx context.Context, d time.Duration, until time.Time, caller bo
 	s := &sendCtx{values: context.WithoutCancel(ctx), dl: dl}
 	s.parent = s.values
 	if caller {
-		s.parent = ctx
+		s.parent, s.caller = ctx, true
 		if pdl, ok := ctx.Deadline(); ok && pdl.Before(s.dl) {
 			s.dl = pdl
 		}

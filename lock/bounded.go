@@ -1,0 +1,241 @@
+package lock
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Calls bounded by their caller's ctx while a connection is being made
+// (issue 29, stage 3: "no waiter waits on a connection being made").
+//
+// rueidis makes a connection again when the one a request was to go on
+// has closed (a timeout, a reset): the first request to find it so dials
+// and sends HELLO, bounded by its own ctx; every other request that
+// comes meanwhile waits for that connection, and does not look at its
+// ctx while it waits (rueidis's mux, sync.WaitGroup.Wait). With the
+// master stopped, the dial succeeds (the kernel accepts) and HELLO waits
+// its whole deadline: a call with a short ctx returned up to one
+// CommandTimeout late, while another request of the Client (a settler,
+// another call) was the one making the connection.
+//
+// So while a connection may be in the making, a request sent on a
+// caller's behalf runs on one of the Client's workers, and the caller
+// waits for its answer and its own ctx: when the ctx ends first, the
+// caller gets the ctx's error, which the code that sent the request
+// reads as a lost answer (the request's outcome unknown: recorded and
+// settled, as for a timeout); the worker finishes the request and drops
+// its answer. Otherwise (nearly always: no connection is being made) a
+// request is sent directly, at no extra cost.
+//
+// "May be in the making" is told by the dial itself, for a Client that
+// New connected (its rueidis DialCtxFn): from a dial's start until the
+// new connection's first read returns (its handshake's answer), or it is
+// closed, or the dial timeout passed (rueidis bounds a handshake by it);
+// and, for any Client, FromClient's too, for two max(CommandTimeout,
+// DialTimeout) after a request of the Client got no answer (its
+// connection is then closed and made again by the next request).
+//
+// Owner: the Client; the wrapper and its tracker are made in newClient
+// and never change. Guard: atomics.
+
+// dials tracks when a connection of a Client may be in the making.
+type dials struct {
+	inflight atomic.Int64 // dials started and not ended
+	// shaking counts connections dialled whose handshake's answer has not
+	// been read (nor the connection closed); each counts until
+	// shakeUntil at most: a handshake is bounded by the dial timeout
+	// (rueidis), and a connection that sends none (RESP2 without AUTH or
+	// SELECT) reads nothing until a request's answer.
+	shaking    atomic.Int64
+	shakeUntil atomic.Int64 // Unix ns
+	// faultUntil is when a connection closed by a request's failure has
+	// been made again (Unix ns).
+	faultUntil atomic.Int64
+	hello      time.Duration // how long a handshake may take after its dial
+	fault      time.Duration // how long after a failed request a connection may be re-made
+}
+
+// making reports whether a request sent now may wait for a connection
+// being made.
+func (d *dials) making() bool {
+	if d.inflight.Load() > 0 {
+		return true
+	}
+	if d.shaking.Load() > 0 && before(&d.shakeUntil) {
+		return true
+	}
+	return before(&d.faultUntil)
+}
+
+// before reports whether now is before the time in u (Unix ns; 0: never).
+func before(u *atomic.Int64) bool {
+	t := u.Load()
+	return t != 0 && time.Now().UnixNano() < t
+}
+
+// extend sets u to t unless it is later already.
+func extend(u *atomic.Int64, t time.Time) {
+	n := t.UnixNano()
+	for {
+		v := u.Load()
+		if v >= n || u.CompareAndSwap(v, n) {
+			return
+		}
+	}
+}
+
+// dial is the rueidis DialCtxFn of a Client New makes: rueidis's own
+// dial, tracked until the connection's first read returns.
+func (d *dials) dial(ctx context.Context, dst string, nd *net.Dialer, cfg *tls.Config) (conn net.Conn, err error) {
+	d.inflight.Add(1)
+	defer d.inflight.Add(-1)
+	if cfg != nil {
+		td := tls.Dialer{NetDialer: nd, Config: cfg}
+		conn, err = td.DialContext(ctx, "tcp", dst)
+	} else {
+		conn, err = nd.DialContext(ctx, "tcp", dst)
+	}
+	if err != nil {
+		return nil, err
+	}
+	extend(&d.shakeUntil, time.Now().Add(d.hello))
+	d.shaking.Add(1)
+	return &shakingConn{Conn: conn, d: d}, nil
+}
+
+// shakingConn is a connection dialled by dials.dial: counted as shaking
+// until its first read returns or it is closed.
+type shakingConn struct {
+	net.Conn
+	d    *dials
+	done atomic.Bool
+}
+
+func (c *shakingConn) shaken() {
+	if !c.done.Load() && c.done.CompareAndSwap(false, true) {
+		c.d.shaking.Add(-1)
+	}
+}
+
+// Read implements net.Conn.
+func (c *shakingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.shaken()
+	return n, err
+}
+
+// Close implements net.Conn.
+func (c *shakingConn) Close() error {
+	c.shaken()
+	return c.Conn.Close()
+}
+
+// saw notes a request's failure that was not an answer: its connection
+// is closed, and the next request makes a new one.
+func (d *dials) saw(err error) {
+	if err != nil {
+		extend(&d.faultUntil, time.Now().Add(d.fault))
+	}
+}
+
+// boundRC is the rueidis client a Client sends its callers' requests
+// with: Do and DoMulti as described above; the rest is rueidis's.
+type boundRC struct {
+	rueidis.Client
+	d    *dials
+	lend func(func()) bool // runs a function on one of the Client's workers; false once closed
+}
+
+// on is b for node, one of rc's nodes (a cluster's).
+func (b *boundRC) on(node rueidis.Client) rueidis.Client {
+	if node == b.Client {
+		return b
+	}
+	return &boundRC{Client: node, d: b.d, lend: b.lend}
+}
+
+// ends returns the channel that ends the caller's wait for a request
+// sent with ctx, or nil when the request is sent directly: no connection
+// is being made, or ctx is not a caller's (a settler's send, or one that
+// cannot end).
+func (b *boundRC) ends(ctx context.Context) <-chan struct{} {
+	if !b.d.making() {
+		return nil
+	}
+	if s, ok := ctx.(*sendCtx); ok && !s.caller {
+		return nil
+	}
+	return ctx.Done()
+}
+
+// Do implements rueidis.Client.
+func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	end := b.ends(ctx)
+	if end == nil {
+		r := b.Client.Do(ctx, cmd)
+		b.d.saw(r.NonRedisError())
+		return r
+	}
+	ch := make(chan rueidis.RedisResult, 1)
+	if !b.lend(func() {
+		r := b.Client.Do(ctx, cmd)
+		b.d.saw(r.NonRedisError())
+		ch <- r
+	}) {
+		r := b.Client.Do(ctx, cmd)
+		b.d.saw(r.NonRedisError())
+		return r
+	}
+	select {
+	case r := <-ch:
+		return r
+	case <-end:
+		return rueidis.NewErrorResult(ctxErr(ctx))
+	}
+}
+
+// DoMulti implements rueidis.Client.
+func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	end := b.ends(ctx)
+	if end == nil {
+		return b.sawAll(b.Client.DoMulti(ctx, multi...))
+	}
+	ch := make(chan []rueidis.RedisResult, 1)
+	if !b.lend(func() { ch <- b.sawAll(b.Client.DoMulti(ctx, multi...)) }) {
+		return b.sawAll(b.Client.DoMulti(ctx, multi...))
+	}
+	select {
+	case r := <-ch:
+		return r
+	case <-end:
+		err := ctxErr(ctx)
+		rs := make([]rueidis.RedisResult, len(multi))
+		for k := range rs {
+			rs[k] = rueidis.NewErrorResult(err)
+		}
+		return rs
+	}
+}
+
+func (b *boundRC) sawAll(rs []rueidis.RedisResult) []rueidis.RedisResult {
+	for _, r := range rs {
+		if err := r.NonRedisError(); err != nil {
+			b.d.saw(err)
+			break
+		}
+	}
+	return rs
+}
+
+// ctxErr is ctx's error once it ended (its Done closed).
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
+}

@@ -1,0 +1,100 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlock-go/rlock/lock"
+)
+
+// Issue 29, stage 3: "no waiter waits on a connection being made". When
+// the master stops answering, rueidis closes the connection a request
+// timed out on, and the next request makes a new one: it dials (the
+// kernel accepts for a stopped process) and sends HELLO, which waits for
+// its own deadline. Every other request meanwhile waits in rueidis for
+// that connection, without looking at its ctx. Found in the fault
+// suite's close-stopped kind: a TryLock with a short ctx returned up to
+// one CommandTimeout late, while another call of the Client was re-making
+// the connection.
+//
+// Here one goroutine keeps asking for a lock with a long ctx (each of its
+// sends times out, and its retry makes the connection again), and calls
+// with 100 ms ctxs, TryLock, Unlock's and the queries, are timed against
+// their ctx meanwhile.
+func TestBoundCallsWhileAnotherRequestRemakesTheConnection(t *testing.T) {
+	srv := integrationRedis(t)
+	timeout := time.Second
+	c := newClient(t, lock.Config{CommandTimeout: timeout}, srv)
+	warm(t, c)
+	n := name(t)
+	held := make([]*lock.Held, 0, 64)
+	for k := range cap(held) {
+		h, err := c.Mutex(fmt.Sprintf("%s:held:%d", n, k)).Lock(bg())
+		must(t, err)
+		held = append(held, h)
+	}
+	resume := pause(t, srv)
+
+	churn, stopChurn := context.WithCancel(bg())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for churn.Err() == nil {
+			_, _ = c.Mutex(n + ":churn").TryLock(churn)
+		}
+	}()
+
+	calls := []struct {
+		what string
+		call func(ctx context.Context) error
+	}{
+		{"TryLock", func(ctx context.Context) error {
+			h, err := c.Mutex(n).TryLock(ctx)
+			if err == nil {
+				_ = h.Unlock(bg())
+			}
+			return err
+		}},
+		{"Unlock", func(ctx context.Context) error {
+			if len(held) == 0 {
+				return nil
+			}
+			h := held[len(held)-1]
+			held = held[:len(held)-1]
+			return h.Unlock(ctx)
+		}},
+		{"IsLocked", func(ctx context.Context) error {
+			_, err := c.Mutex(n).IsLocked(ctx)
+			return err
+		}},
+	}
+	var worst time.Duration
+	var worstWhat string
+	stop := time.Now().Add(4 * timeout)
+	rounds := 0
+	for k := 0; time.Now().Before(stop); k++ {
+		cl := calls[k%len(calls)]
+		ctx, cancel := context.WithTimeout(bg(), 100*time.Millisecond)
+		end, _ := ctx.Deadline()
+		r := awaitCall(t, cl.what+" beside a connection being made", goCall(func() error { return cl.call(ctx) }), end, resume)
+		cancel()
+		rounds++
+		if over := r.at.Sub(end); over > worst {
+			worst, worstWhat = over, cl.what
+		}
+	}
+	stopChurn()
+	resume()
+	wg.Wait()
+	t.Logf("%d calls with 100 ms ctxs while the master was stopped; the latest returned %v after its ctx ended (%s)", rounds, worst.Round(time.Millisecond), worstWhat)
+	if worst > boundSlack {
+		t.Errorf("%s returned %v after its ctx ended, more than %v (issue 29: %v)", worstWhat, worst.Round(time.Millisecond), boundSlack, ctxSlack)
+	}
+	for _, h := range held {
+		_ = h.Unlock(bg())
+	}
+}
