@@ -195,7 +195,12 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 	case r := <-ch:
 		return r
 	case <-end:
-		return rueidis.NewErrorResult(ctxErr(ctx))
+		select {
+		case r := <-ch: // answered as the ctx ended: the answer counts
+			return r
+		default:
+			return rueidis.NewErrorResult(ctxErr(ctx))
+		}
 	}
 }
 
@@ -213,6 +218,11 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 	case r := <-ch:
 		return r
 	case <-end:
+		select {
+		case r := <-ch:
+			return r
+		default:
+		}
 		err := ctxErr(ctx)
 		rs := make([]rueidis.RedisResult, len(multi))
 		for k := range rs {
