@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"sync/atomic"
 	"time"
@@ -37,8 +38,11 @@ import (
 // new connection's first read returns (its handshake's answer), or it is
 // closed, or the dial timeout passed (rueidis bounds a handshake by it);
 // and, for any Client, FromClient's too, for two max(CommandTimeout,
-// DialTimeout) after a request of the Client got no answer (its
-// connection is then closed and made again by the next request).
+// DialTimeout) after a request of the Client failed other than by its
+// caller's own ctx (its connection is then closed and made again by the
+// next request): on a Client of FromClient the background's requests
+// (renewals, latch deletions) share the callers' connections and count
+// too.
 //
 // Owner: the Client; the wrapper and its tracker are made in newClient
 // and never change. Guard: atomics.
@@ -48,9 +52,9 @@ type dials struct {
 	inflight atomic.Int64 // dials started and not ended
 	// shaking counts connections dialled whose handshake's answer has not
 	// been read (nor the connection closed); each counts until
-	// shakeUntil at most: a handshake is bounded by the dial timeout
-	// (rueidis), and a connection that sends none (RESP2 without AUTH or
-	// SELECT) reads nothing until a request's answer.
+	// shakeUntil at most: rueidis bounds a handshake by the dial timeout
+	// (it sends HELLO, and before Redis 6 falls back to a second round
+	// trip, which is not counted).
 	shaking    atomic.Int64
 	shakeUntil atomic.Int64 // Unix ns
 	// faultUntil is when a connection closed by a request's failure has
@@ -136,19 +140,36 @@ func (c *shakingConn) Close() error {
 }
 
 // saw notes a request's failure that was not an answer: its connection
-// is closed, and the next request makes a new one.
-func (d *dials) saw(err error) {
-	if err != nil {
-		extend(&d.faultUntil, time.Now().Add(d.fault))
+// is closed, and the next request makes a new one. A failure that is the
+// caller's doing (its ctx cancelled, or ended while the request was out)
+// says nothing of the connection: rueidis keeps it.
+func (d *dials) saw(ctx context.Context, err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
 	}
+	if s, ok := ctx.(*sendCtx); ok && s.caller && s.parent.Err() != nil {
+		return
+	}
+	extend(&d.faultUntil, time.Now().Add(d.fault))
 }
 
 // boundRC is the rueidis client a Client sends its callers' requests
 // with: Do and DoMulti as described above; the rest is rueidis's.
 type boundRC struct {
 	rueidis.Client
-	d    *dials
-	lend func(func()) bool // runs a function on one of the Client's workers; false once closed
+	d *dials
+	// lend runs a function on one of the Client's workers; false once
+	// closed. nil: every request is sent directly, its failures noted
+	// (the background's client, background).
+	lend func(func()) bool
+}
+
+// background is b for the Client's background requests (renewals, latch
+// deletions): sent directly, their failures noted. On a Client of
+// FromClient they share the callers' connections, and a renewal that
+// failed opens the window as a caller's request does.
+func (b *boundRC) background() *boundRC {
+	return &boundRC{Client: b.Client, d: b.d}
 }
 
 // on is b for node, one of rc's nodes (a cluster's).
@@ -164,7 +185,7 @@ func (b *boundRC) on(node rueidis.Client) rueidis.Client {
 // is being made, or ctx is not a caller's (a settler's send, or one that
 // cannot end).
 func (b *boundRC) ends(ctx context.Context) <-chan struct{} {
-	if !b.d.making() {
+	if b.lend == nil || !b.d.making() {
 		return nil
 	}
 	if s, ok := ctx.(*sendCtx); ok && !s.caller {
@@ -178,17 +199,17 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 	end := b.ends(ctx)
 	if end == nil {
 		r := b.Client.Do(ctx, cmd)
-		b.d.saw(r.NonRedisError())
+		b.d.saw(ctx, r.NonRedisError())
 		return r
 	}
 	ch := make(chan rueidis.RedisResult, 1)
 	if !b.lend(func() {
 		r := b.Client.Do(ctx, cmd)
-		b.d.saw(r.NonRedisError())
+		b.d.saw(ctx, r.NonRedisError())
 		ch <- r
 	}) {
 		r := b.Client.Do(ctx, cmd)
-		b.d.saw(r.NonRedisError())
+		b.d.saw(ctx, r.NonRedisError())
 		return r
 	}
 	select {
@@ -208,11 +229,11 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
 	end := b.ends(ctx)
 	if end == nil {
-		return b.sawAll(b.Client.DoMulti(ctx, multi...))
+		return b.sawAll(ctx, b.Client.DoMulti(ctx, multi...))
 	}
 	ch := make(chan []rueidis.RedisResult, 1)
-	if !b.lend(func() { ch <- b.sawAll(b.Client.DoMulti(ctx, multi...)) }) {
-		return b.sawAll(b.Client.DoMulti(ctx, multi...))
+	if !b.lend(func() { ch <- b.sawAll(ctx, b.Client.DoMulti(ctx, multi...)) }) {
+		return b.sawAll(ctx, b.Client.DoMulti(ctx, multi...))
 	}
 	select {
 	case r := <-ch:
@@ -232,10 +253,10 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 	}
 }
 
-func (b *boundRC) sawAll(rs []rueidis.RedisResult) []rueidis.RedisResult {
+func (b *boundRC) sawAll(ctx context.Context, rs []rueidis.RedisResult) []rueidis.RedisResult {
 	for _, r := range rs {
 		if err := r.NonRedisError(); err != nil {
-			b.d.saw(err)
+			b.d.saw(ctx, err)
 			break
 		}
 	}

@@ -289,12 +289,20 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, d *dials) (*C
 	c.route.sentinel = rc.Mode() == rueidis.ClientModeSentinel
 	c.route.enter, c.route.exit, c.route.spawn = c.enter, c.exit, c.wk.spawn
 	c.wk.bg = &c.bg
-	c.cleaner = latchCleaner{rc: rc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan string, latchQueue), full: make(chan struct{}, 1)}
+	c.crc = &boundRC{Client: rc, d: d, lend: c.wk.lend}
+	// The background's requests: on a Client of FromClient they share the
+	// callers' connections, and their failures tell of a connection the
+	// next request makes again (bounded.go). New's go apart (owned), on
+	// connections its dial tracker sees.
+	bgrc := rueidis.Client(rc)
+	if !owned {
+		bgrc = c.crc.background()
+	}
+	c.cleaner = latchCleaner{rc: bgrc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan string, latchQueue), full: make(chan struct{}, 1)}
 	c.queues.m, c.queues.settling, c.queues.spawn, c.queues.timeout = map[string]*queue{}, &c.settling, c.wk.spawn, cfg.CommandTimeout
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.route.at, c.route.readSlots, c.route.refreshSlots
 	c.reps.ctx, c.reps.bg, c.reps.spawn = c.settleCtx, &c.bg, c.wk.spawn
-	c.crc = &boundRC{Client: rc, d: d, lend: c.wk.lend}
 	c.reps.crc = c.crc
 	c.e = &env{rc: c.crc, cfg: cfg, obs: c.obs, done: c.done,
 		mu: &c.mu, index: c.index, recordMin: unlockLatchTTL, latches: c.cleaner.latches, latchesFull: c.cleaner.full, settling: &c.settling,
@@ -317,7 +325,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, d *dials) (*C
 		c.id = reentrant.NewClientID()
 	}
 	c.subscriber(sharded)
-	wd, err := watchdog.New(rc, watchdog.Config{
+	wd, err := watchdog.New(bgrc, watchdog.Config{
 		Lease:    cfg.WatchdogTimeout,
 		Interval: cfg.RenewInterval,
 		OnTick:   c.onTick,
@@ -419,6 +427,22 @@ func (c *Client) exit() { c.ops.Done() }
 // cmdCtx bounds one command by the caller's ctx and CommandTimeout.
 func (e *env) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, e.cfg.CommandTimeout)
+}
+
+// releaseCtx is ctx bounded by one release sent on a caller's behalf: one
+// CommandTimeout and the WAIT for replicas it may carry, for each of the
+// sends a release makes until a replica acknowledged it (sendRelease).
+func (e *env) releaseCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, maxUnsynced*(e.cfg.CommandTimeout+e.syncExtra()))
+}
+
+// syncExtra is how much longer than CommandTimeout a request with a WAIT
+// for replicas may take (none with replica sync off).
+func (e *env) syncExtra() time.Duration {
+	if e.cfg.ReplicaSyncTimeout <= 0 {
+		return 0
+	}
+	return reentrant.Sync{Replicas: 1, Timeout: e.cfg.ReplicaSyncTimeout}.Extra()
 }
 
 // Close refuses new calls, ends waits in progress with ErrClosed,

@@ -233,12 +233,13 @@ func (l *hold) leaveFair(ctx context.Context, fw *fairWait, until time.Time) (ot
 	if l.leftLast(fw) {
 		return true
 	}
-	if l.settle(tctx, stops{}) != nil {
+	// Within the caller's ctx: each send ends with it (stops.caller).
+	if l.settle(tctx, stops{caller: true}) != nil {
 		l.finishLater(nil)
 		return false
 	}
-	l.releaseStrays(tctx)
-	if l.leaveNow(tctx, stops{}) != nil {
+	l.releaseStrays(tctx, stops{caller: true})
+	if l.leaveNow(tctx, stops{caller: true}) != nil {
 		l.finishLater(nil)
 	}
 	return false

@@ -692,7 +692,7 @@ func (l *hold) finishLater(fw *fairWait) {
 			}
 		}
 		_ = l.leaveNow(hctx, stops{})
-		l.releaseStrays(hctx)
+		l.releaseStrays(hctx, stops{})
 	})
 }
 
@@ -727,11 +727,13 @@ func latest(a, b time.Time) time.Time {
 }
 
 // releaseStrays releases holds Redis counts beyond the live Helds when no
-// Held is left, holding the turn: they belong to nobody.
-func (l *hold) releaseStrays(ctx context.Context) {
+// Held is left, holding the turn: they belong to nobody. On a caller's
+// goroutine st says so (stops.caller): a release its ctx cuts is left
+// unsettled, for a settler.
+func (l *hold) releaseStrays(ctx context.Context, st stops) {
 	for l.current() == nil && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
 		r := l.newRelease(l.e.cfg.WatchdogTimeout)
-		res, _, err := l.e.sendRelease(ctx, r, stops{})
+		res, _, err := l.e.sendRelease(ctx, r, st)
 		if err != nil {
 			if errors.Is(err, ErrUnavailable) {
 				l.requestLost(r.RequestID, time.Now(), err)

@@ -639,12 +639,12 @@ func (l *hold) retire(ctx context.Context) error {
 	if l.unsettled == nil && l.count == 0 {
 		return nil
 	}
-	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout+l.e.syncExtra())
 	defer cancel()
-	if err := l.settle(sctx, stops{a: l.e.done}); err != nil {
+	if err := l.settle(sctx, stops{a: l.e.done, caller: true}); err != nil {
 		return err
 	}
-	l.releaseStrays(sctx)
+	l.releaseStrays(sctx, stops{caller: true})
 	if l.unsettled != nil || l.count > 0 {
 		return masterErr(l.e.at(l.name), "acquire", fmt.Errorf("%w: holds this owner took as a %s lock are still in Redis and could not be released yet", ErrUnavailable, l.p.mode))
 	}
@@ -792,8 +792,8 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 // settler, before any later request of the field.
 func (l *hold) fence(ctx context.Context, id string, sent time.Time) {
 	l.requestLost(id, sent, nil)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
-	err := l.settle(sctx, stops{a: l.e.done})
+	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+	err := l.settle(sctx, stops{a: l.e.done, caller: true})
 	cancel()
 	if err != nil && l.unsettled != nil {
 		l.settleLater()
@@ -831,8 +831,8 @@ func (l *hold) known(ctx context.Context, fenced bool) int {
 		return l.count
 	}
 	if l.count > 1 || fenced {
-		rctx, cancel := l.e.cmdCtx(context.WithoutCancel(ctx))
-		l.releaseStrays(rctx)
+		rctx, cancel := l.e.releaseCtx(ctx)
+		l.releaseStrays(rctx, stops{caller: true})
 		cancel()
 		if l.count != 1 || l.unsettled != nil || fenced {
 			return l.count
@@ -891,8 +891,8 @@ func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lea
 // KeepPlace; other kinds' scripts have no queue to keep).
 func (l *hold) giveBack(ctx context.Context, keep time.Duration) error {
 	if l.unsettled != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*l.e.cfg.CommandTimeout)
-		err := l.settle(sctx, stops{a: l.e.done})
+		sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+		err := l.settle(sctx, stops{a: l.e.done, caller: true})
 		cancel()
 		if err != nil {
 			l.settleLater()
@@ -902,9 +902,12 @@ func (l *hold) giveBack(ctx context.Context, keep time.Duration) error {
 	r := l.newRelease(l.e.cfg.WatchdogTimeout)
 	r.KeepPlace = keep
 	sent := time.Now()
-	rctx, cancel := l.e.cmdCtx(context.WithoutCancel(ctx))
+	// Within the caller's ctx, which may have ended already: a release
+	// it cuts (or never lets out) is recorded as unsettled, and the
+	// settler settles it and releases the grant as a hold nobody has.
+	rctx, cancel := l.e.releaseCtx(ctx)
 	defer cancel()
-	res, _, err := l.e.sendRelease(rctx, r, stops{})
+	res, _, err := l.e.sendRelease(rctx, r, stops{caller: true})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			l.requestLost(r.RequestID, sent, err)

@@ -2,11 +2,14 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 )
 
@@ -97,4 +100,38 @@ func TestBoundCallsWhileAnotherRequestRemakesTheConnection(t *testing.T) {
 	for _, h := range held {
 		_ = h.Unlock(bg())
 	}
+}
+
+// Issue 29, stage 3 (found by review of the fix above): a grant that
+// cannot be used (here: no replica acknowledged it) is given back on the
+// caller's goroutine, and that release was bounded by one
+// CommandTimeout, not by the caller's ctx: with the release lost, a
+// TryLock with a 300 ms ctx returned when the give-back gave up. Now the
+// give-back ends with the caller's ctx, and what it leaves unsettled is
+// settled in the background: the lock is free within a lease once the
+// releases get through.
+func TestBoundTryLockWhoseGiveBackIsUnanswered(t *testing.T) {
+	master, replica := withReplica(t)
+	lease := 3 * time.Second
+	c := newClient(t, lock.Config{CommandTimeout: time.Second, ReplicaSyncTimeout: 50 * time.Millisecond, WatchdogTimeout: lease}, master)
+	other := newClient(t, lock.Config{ReplicaSyncTimeout: -1}, master)
+	warm(t, c)
+	n := name(t)
+	must(t, replica.Pause(bg()))
+	t.Cleanup(func() { _ = replica.Resume(context.Background()) })
+	drop := inject(t, master, integration.Rule{Match: isRelease(n), Action: integration.DropRequest, Times: math.MaxInt})
+
+	ctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
+	defer cancel()
+	end, _ := ctx.Deadline()
+	r := awaitCall(t, "TryLock whose give-back is unanswered", goAcquire(func() (*lock.Held, error) {
+		return c.Mutex(n).TryLock(ctx)
+	}), end, drop.Remove)
+	checkBound(t, "TryLock whose give-back is unanswered", r, end, boundSlack)
+	if !r.late && !errors.Is(r.err, lock.ErrNotAcquired) {
+		t.Errorf("TryLock whose grants no replica acknowledged = %v, want ErrNotAcquired", r.err)
+	}
+	drop.Remove()
+	must(t, replica.Resume(bg()))
+	freeWithinALease(t, other, n, lease)
 }
