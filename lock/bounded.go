@@ -38,8 +38,8 @@ import (
 // new connection's first read returns (its handshake's answer), or it is
 // closed, or the dial timeout passed (rueidis bounds a handshake by it);
 // and, for any Client, FromClient's too, for two max(CommandTimeout,
-// DialTimeout) after a request of the Client failed other than by its
-// caller's own ctx (its connection is then closed and made again by the
+// DialTimeout) after a request of the Client failed other than by a
+// cancellation (its connection may then be closed, and made again by the
 // next request): on a Client of FromClient the background's requests
 // (renewals, latch deletions) share the callers' connections and count
 // too.
@@ -140,14 +140,12 @@ func (c *shakingConn) Close() error {
 }
 
 // saw notes a request's failure that was not an answer: its connection
-// is closed, and the next request makes a new one. A failure that is the
-// caller's doing (its ctx cancelled, or ended while the request was out)
-// says nothing of the connection: rueidis keeps it.
-func (d *dials) saw(ctx context.Context, err error) {
+// may be closed, and the next request then makes a new one. A deadline
+// counts, the caller's too: rueidis closes a connection whose request
+// alone on it timed out. A cancellation does not: rueidis sees one only
+// in pipelining mode, and keeps the connection then.
+func (d *dials) saw(err error) {
 	if err == nil || errors.Is(err, context.Canceled) {
-		return
-	}
-	if s, ok := ctx.(*sendCtx); ok && s.caller && s.parent.Err() != nil {
 		return
 	}
 	extend(&d.faultUntil, time.Now().Add(d.fault))
@@ -199,17 +197,17 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 	end := b.ends(ctx)
 	if end == nil {
 		r := b.Client.Do(ctx, cmd)
-		b.d.saw(ctx, r.NonRedisError())
+		b.d.saw(r.NonRedisError())
 		return r
 	}
 	ch := make(chan rueidis.RedisResult, 1)
 	if !b.lend(func() {
 		r := b.Client.Do(ctx, cmd)
-		b.d.saw(ctx, r.NonRedisError())
+		b.d.saw(r.NonRedisError())
 		ch <- r
 	}) {
 		r := b.Client.Do(ctx, cmd)
-		b.d.saw(ctx, r.NonRedisError())
+		b.d.saw(r.NonRedisError())
 		return r
 	}
 	select {
@@ -229,11 +227,11 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
 	end := b.ends(ctx)
 	if end == nil {
-		return b.sawAll(ctx, b.Client.DoMulti(ctx, multi...))
+		return b.sawAll(b.Client.DoMulti(ctx, multi...))
 	}
 	ch := make(chan []rueidis.RedisResult, 1)
-	if !b.lend(func() { ch <- b.sawAll(ctx, b.Client.DoMulti(ctx, multi...)) }) {
-		return b.sawAll(ctx, b.Client.DoMulti(ctx, multi...))
+	if !b.lend(func() { ch <- b.sawAll(b.Client.DoMulti(ctx, multi...)) }) {
+		return b.sawAll(b.Client.DoMulti(ctx, multi...))
 	}
 	select {
 	case r := <-ch:
@@ -253,10 +251,10 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 	}
 }
 
-func (b *boundRC) sawAll(ctx context.Context, rs []rueidis.RedisResult) []rueidis.RedisResult {
+func (b *boundRC) sawAll(rs []rueidis.RedisResult) []rueidis.RedisResult {
 	for _, r := range rs {
 		if err := r.NonRedisError(); err != nil {
-			b.d.saw(ctx, err)
+			b.d.saw(err)
 			break
 		}
 	}

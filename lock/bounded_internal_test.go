@@ -40,8 +40,9 @@ func TestConnectionMakingWindow(t *testing.T) {
 		t.Fatal("a connection is counted as in the making in the steady state: every caller's request would go through a worker")
 	}
 
-	// A caller's own end says nothing of the connection (review: it
-	// opened the window, for 10 s, on every cancelled call).
+	// A caller's cancellation says nothing of the connection (review: it
+	// opened the window, for 10 s, on every cancelled call). (A deadline
+	// does: rueidis closes a connection whose lone request timed out.)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	sctx := newSendCtx(cctx, c.cfg.CommandTimeout, time.Time{}, true)
@@ -53,7 +54,7 @@ func TestConnectionMakingWindow(t *testing.T) {
 		t.Fatal("a caller's cancelled request opened the window")
 	}
 
-	d.saw(ctx, errors.New("a request got no answer"))
+	d.saw(errors.New("a request got no answer"))
 	if !d.making() {
 		t.Fatal("no window after a request got no answer")
 	}

@@ -429,11 +429,16 @@ func (e *env) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, e.cfg.CommandTimeout)
 }
 
-// releaseCtx is ctx bounded by one release sent on a caller's behalf: one
-// CommandTimeout and the WAIT for replicas it may carry, for each of the
-// sends a release makes until a replica acknowledged it (sendRelease).
-func (e *env) releaseCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, maxUnsynced*(e.cfg.CommandTimeout+e.syncExtra()))
+// releaseCtx is ctx bounded by one release of name sent on a caller's
+// behalf: one CommandTimeout; on a master with replicas, one
+// CommandTimeout and the WAIT it carries for each of the sends a release
+// makes until a replica acknowledged it (sendRelease).
+func (e *env) releaseCtx(ctx context.Context, name string) (context.Context, context.CancelFunc) {
+	s, _ := e.sync(ctx, name) // the count sendRelease uses; a refused ROLE still sends the WAIT
+	if s.Replicas == 0 {
+		return context.WithTimeout(ctx, e.cfg.CommandTimeout)
+	}
+	return context.WithTimeout(ctx, maxUnsynced*(e.cfg.CommandTimeout+s.Extra()))
 }
 
 // syncExtra is how much longer than CommandTimeout a request with a WAIT
@@ -487,7 +492,7 @@ func (c *Client) Close(ctx context.Context) error {
 	// only once the calls have returned.
 	var errs []error
 	if n := c.ops.wait(ctx); n > 0 {
-		errs = append(errs, wrapf(ctx.Err(), "close: %d calls in flight had not returned (each gives back what its request granted, within its CommandTimeout)", n))
+		errs = append(errs, wrapf(ctx.Err(), "close: %d calls in flight had not returned (each gives back what its request granted, within one CommandTimeout, with replicas one per WAIT its release is sent with)", n))
 	}
 	// Every Held ends now, with ErrClosed, before any release of Close's:
 	// once one has run, another Client may be granted its lock (the hold

@@ -342,7 +342,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 	}
 	if done, herr := h.ended(); done {
 		if herr == nil { // the earlier Unlock's release went through
-			rctx, cancel := c.e.releaseCtx(ctx)
+			rctx, cancel := c.e.releaseCtx(ctx, l.name)
 			l.releaseStrays(rctx, stops{caller: true})
 			cancel()
 		}
@@ -450,7 +450,7 @@ func (l *hold) releaseAnswered(ctx context.Context, h *Held, res reentrant.Relea
 	case reentrant.StillHeld:
 		l.count = max(l.count-1, 1) // a hold remains in Redis, known or not
 		if l.endHeld(h, nil) == 0 && l.count > 0 {
-			rctx, cancel := l.e.releaseCtx(ctx)
+			rctx, cancel := l.e.releaseCtx(ctx, l.name)
 			l.releaseStrays(rctx, stops{caller: true})
 			cancel()
 		}

@@ -681,7 +681,7 @@ func (l *hold) finishLater(fw *fairWait) {
 			l.leftFair(fw)
 			l.setLeave(l.fair.queued == 0)
 		}
-		if l.unsettled == nil && !l.leaving() {
+		if l.unsettled == nil && !l.leaving() && !l.strays() {
 			return
 		}
 		hctx, cancel := context.WithDeadline(ctx, l.settleUntil())
@@ -715,7 +715,18 @@ func (l *hold) settleUntil() time.Time {
 	if l.leaving() {
 		until = latest(until, time.Now().Add(l.fair.wait+l.e.cfg.WatchdogTimeout+l.e.cfg.CommandTimeout))
 	}
+	if l.strays() {
+		// Holds nobody has, left by a caller whose ctx ended: released
+		// for as long as they may live (a lease).
+		until = latest(until, time.Now().Add(l.e.cfg.WatchdogTimeout))
+	}
 	return until
+}
+
+// strays reports whether Redis counts holds of l that no live Held has,
+// with nothing unsettled: releaseStrays's work. The caller holds the turn.
+func (l *hold) strays() bool {
+	return l.count > 0 && l.unsettled == nil && l.current() == nil
 }
 
 // latest returns the later of a and b.
@@ -731,7 +742,16 @@ func latest(a, b time.Time) time.Time {
 // goroutine st says so (stops.caller): a release its ctx cuts is left
 // unsettled, for a settler.
 func (l *hold) releaseStrays(ctx context.Context, st stops) {
-	for l.current() == nil && l.count > 0 && l.unsettled == nil && ctx.Err() == nil {
+	if st.caller {
+		// Those a caller's ctx leaves (it ended between two releases)
+		// are a settler's to release.
+		defer func() {
+			if ctx.Err() != nil && l.strays() {
+				l.settleLater()
+			}
+		}()
+	}
+	for l.strays() && ctx.Err() == nil {
 		r := l.newRelease(l.e.cfg.WatchdogTimeout)
 		res, _, err := l.e.sendRelease(ctx, r, st)
 		if err != nil {

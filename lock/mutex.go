@@ -642,6 +642,7 @@ func (l *hold) retire(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout+l.e.syncExtra())
 	defer cancel()
 	if err := l.settle(sctx, stops{a: l.e.done, caller: true}); err != nil {
+		l.settleLater()
 		return err
 	}
 	l.releaseStrays(sctx, stops{caller: true})
@@ -657,11 +658,11 @@ func (l *hold) retire(ctx context.Context) error {
 // no replica acknowledged it, which unsynced counts).
 func (m *Mutex) request(ctx context.Context, l *hold, owner uint64, o options, lease time.Duration, unsynced *int) (out outcome, again bool, err error) {
 	c := m.c
-	s, err := c.reps.sync(ctx, m.name)
+	s, known, err := m.prepare(ctx, l, o.fenced)
 	if err != nil {
-		return outcome{}, false, join(ErrNotAcquired, masterErr(c.route.at(m.name), "acquire", err))
+		return outcome{}, false, err
 	}
-	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: l.known(ctx, o.fenced),
+	req := reentrant.AcquireRequest{Name: m.name, Field: l.field, Lease: lease, Known: known,
 		RequestID: reentrant.NewRequestID(), Fenced: o.fenced, Sync: s, Mode: o.p.mode,
 		Wait: c.cfg.FairLockWaitTimeout}
 	if o.fair != nil {
@@ -811,11 +812,33 @@ func (l *hold) unwanted(ctx context.Context, keep time.Duration) error {
 	case l.e.closed():
 		return join(ErrClosed, gerr)
 	case ctx.Err() != nil:
-		return join(ErrNotAcquired, context.Cause(ctx), gerr)
+		// The give-back, cut by the same ctx (or never sent), is a
+		// settler's: not the caller's error.
+		return join(ErrNotAcquired, context.Cause(ctx))
 	case gerr != nil:
 		return join(ErrNotAcquired, gerr)
 	}
 	return nil
+}
+
+// prepare returns what an acquire of l goes out with, holding the turn:
+// its replica sync, and the count it tells the script (known). It fails
+// when known's release of holds nobody has got no answer (the caller's
+// ctx cut it, or the master did not answer): no request of the field
+// goes out before that release is settled, which a settler now does;
+// landing after this acquire, it would take its hold (a double grant
+// found by review).
+func (m *Mutex) prepare(ctx context.Context, l *hold, fenced bool) (reentrant.Sync, int, error) {
+	s, err := m.c.reps.sync(ctx, m.name)
+	if err != nil {
+		return s, 0, join(ErrNotAcquired, masterErr(m.c.route.at(m.name), "acquire", err))
+	}
+	known := l.known(ctx, fenced)
+	if l.unsettled == nil {
+		return s, known, nil
+	}
+	err = masterErr(m.c.route.errAt(m.name), "acquire", fmt.Errorf("%w: a release of this owner's holds nobody has is unanswered", ErrUnavailable))
+	return s, 0, join(ErrNotAcquired, err, context.Cause(ctx))
 }
 
 // known is the count an acquire tells the script the field has, holding
@@ -831,7 +854,7 @@ func (l *hold) known(ctx context.Context, fenced bool) int {
 		return l.count
 	}
 	if l.count > 1 || fenced {
-		rctx, cancel := l.e.releaseCtx(ctx)
+		rctx, cancel := l.e.releaseCtx(ctx, l.name)
 		l.releaseStrays(rctx, stops{caller: true})
 		cancel()
 		if l.count != 1 || l.unsettled != nil || fenced {
@@ -905,7 +928,7 @@ func (l *hold) giveBack(ctx context.Context, keep time.Duration) error {
 	// Within the caller's ctx, which may have ended already: a release
 	// it cuts (or never lets out) is recorded as unsettled, and the
 	// settler settles it and releases the grant as a hold nobody has.
-	rctx, cancel := l.e.releaseCtx(ctx)
+	rctx, cancel := l.e.releaseCtx(ctx, l.name)
 	defer cancel()
 	res, _, err := l.e.sendRelease(rctx, r, stops{caller: true})
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 )
@@ -134,4 +136,39 @@ func TestBoundTryLockWhoseGiveBackIsUnanswered(t *testing.T) {
 	drop.Remove()
 	must(t, replica.Resume(bg()))
 	freeWithinALease(t, other, n, lease)
+}
+
+// Found by review: a caller's request cut by its own deadline, alone on
+// its connection, closes that connection (rueidis), and the next request
+// makes it again. On a Client of FromClient (no dial tracked) that
+// failure must open the window: when it did not, a next TryLock with a
+// 100 ms ctx returned 881 ms after it.
+func TestBoundFromClientCallAfterACallCutByItsDeadline(t *testing.T) {
+	srv := integrationRedis(t)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ForceSingleClient: true, DisableCache: true})
+	must(t, err)
+	t.Cleanup(rc.Close)
+	c, err := lock.FromClient(rc, lock.Config{CommandTimeout: time.Second})
+	must(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	warm(t, c)
+	n := name(t)
+	resume := pause(t, srv)
+	for k := range 6 {
+		ctx, cancel := context.WithTimeout(bg(), 100*time.Millisecond)
+		end, _ := ctx.Deadline()
+		what := fmt.Sprintf("TryLock %d with a 100 ms ctx, master stopped", k+1)
+		r := awaitCall(t, what, goAcquire(func() (*lock.Held, error) {
+			return c.Mutex(fmt.Sprintf("%s:%d", n, k)).TryLock(ctx)
+		}), end, resume)
+		cancel()
+		checkBound(t, what, r, end, boundSlack)
+		// The first's settler, not the second TryLock, makes the
+		// connection again (the fault's timing, not a signal).
+		time.Sleep(20 * time.Millisecond)
+	}
 }
