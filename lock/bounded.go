@@ -194,6 +194,11 @@ func (b *boundRC) ends(ctx context.Context) <-chan struct{} {
 
 // Do implements rueidis.Client.
 func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if err := ctx.Err(); err != nil {
+		// Never sent (rueidis would not send it either): no failure of
+		// the connection's.
+		return rueidis.NewErrorResult(err)
+	}
 	end := b.ends(ctx)
 	if end == nil {
 		r := b.Client.Do(ctx, cmd)
@@ -225,6 +230,9 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 
 // DoMulti implements rueidis.Client.
 func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	if err := ctx.Err(); err != nil {
+		return errResults(err, len(multi))
+	}
 	end := b.ends(ctx)
 	if end == nil {
 		return b.sawAll(b.Client.DoMulti(ctx, multi...))
@@ -242,13 +250,17 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 			return r
 		default:
 		}
-		err := ctxErr(ctx)
-		rs := make([]rueidis.RedisResult, len(multi))
-		for k := range rs {
-			rs[k] = rueidis.NewErrorResult(err)
-		}
-		return rs
+		return errResults(ctxErr(ctx), len(multi))
 	}
+}
+
+// errResults is n results of err.
+func errResults(err error, n int) []rueidis.RedisResult {
+	rs := make([]rueidis.RedisResult, n)
+	for k := range rs {
+		rs[k] = rueidis.NewErrorResult(err)
+	}
+	return rs
 }
 
 func (b *boundRC) sawAll(rs []rueidis.RedisResult) []rueidis.RedisResult {

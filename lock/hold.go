@@ -441,21 +441,22 @@ func (l *hold) settle(ctx context.Context, st stops) error {
 		}
 		// The release never ran: its Unlock failed, and the hold is
 		// still there. Release it now, as its Unlock asked.
-		return l.finishRelease(ctx, u.release)
+		return l.finishRelease(ctx, u.release, st.caller)
 	}
 	return nil
 }
 
 // finishRelease releases h, whose Unlock failed and whose release was
 // found not to have run, holding the turn. A lost answer leaves it
-// unsettled again.
-func (l *hold) finishRelease(ctx context.Context, h *Held) error {
+// unsettled again. caller: on a caller's goroutine, the send ends with
+// its ctx (stops.caller).
+func (l *hold) finishRelease(ctx context.Context, h *Held, caller bool) error {
 	if done, _ := h.ended(); done {
 		return nil
 	}
 	r := l.newRelease(l.partialLease(h))
 	sent := time.Now()
-	res, _, err := l.e.sendRelease(ctx, r, stops{held: h})
+	res, _, err := l.e.sendRelease(ctx, r, stops{held: h, caller: caller})
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			l.releaseLost(r.RequestID, h, sent, err)

@@ -812,9 +812,12 @@ func (l *hold) unwanted(ctx context.Context, keep time.Duration) error {
 	case l.e.closed():
 		return join(ErrClosed, gerr)
 	case ctx.Err() != nil:
-		// The give-back, cut by the same ctx (or never sent), is a
-		// settler's: not the caller's error.
-		return join(ErrNotAcquired, context.Cause(ctx))
+		// A give-back cut by the same ctx (or never sent) is a
+		// settler's, not the caller's error; a refusal (ErrAuth) is.
+		if errors.Is(gerr, ErrUnavailable) {
+			gerr = nil
+		}
+		return join(ErrNotAcquired, context.Cause(ctx), gerr)
 	case gerr != nil:
 		return join(ErrNotAcquired, gerr)
 	}
