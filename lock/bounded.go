@@ -199,33 +199,16 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 		// the connection's.
 		return rueidis.NewErrorResult(err)
 	}
-	end := b.ends(ctx)
-	if end == nil {
-		r := b.Client.Do(ctx, cmd)
-		b.d.saw(r.NonRedisError())
-		return r
+	if end := b.ends(ctx); end != nil { // the closure only here: none on the hot path
+		return handOff(b, ctx, end, func() rueidis.RedisResult { return b.do(ctx, cmd) }, rueidis.NewErrorResult)
 	}
-	ch := make(chan rueidis.RedisResult, 1)
-	if !b.lend(func() {
-		r := b.Client.Do(ctx, cmd)
-		b.d.saw(r.NonRedisError())
-		ch <- r
-	}) {
-		r := b.Client.Do(ctx, cmd)
-		b.d.saw(r.NonRedisError())
-		return r
-	}
-	select {
-	case r := <-ch:
-		return r
-	case <-end:
-		select {
-		case r := <-ch: // answered as the ctx ended: the answer counts
-			return r
-		default:
-			return rueidis.NewErrorResult(ctxErr(ctx))
-		}
-	}
+	return b.do(ctx, cmd)
+}
+
+func (b *boundRC) do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	r := b.Client.Do(ctx, cmd)
+	b.d.saw(r.NonRedisError())
+	return r
 }
 
 // DoMulti implements rueidis.Client.
@@ -233,13 +216,20 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 	if err := ctx.Err(); err != nil {
 		return errResults(err, len(multi))
 	}
-	end := b.ends(ctx)
-	if end == nil {
-		return b.sawAll(b.Client.DoMulti(ctx, multi...))
+	if end := b.ends(ctx); end != nil {
+		return handOff(b, ctx, end, func() []rueidis.RedisResult { return b.sawAll(b.Client.DoMulti(ctx, multi...)) },
+			func(err error) []rueidis.RedisResult { return errResults(err, len(multi)) })
 	}
-	ch := make(chan []rueidis.RedisResult, 1)
-	if !b.lend(func() { ch <- b.sawAll(b.Client.DoMulti(ctx, multi...)) }) {
-		return b.sawAll(b.Client.DoMulti(ctx, multi...))
+	return b.sawAll(b.Client.DoMulti(ctx, multi...))
+}
+
+// handOff runs do on one of the Client's workers (inline once Close
+// stopped lending) and returns its result, or cut's of ctx's error when
+// end (ctx's) comes first: an answer that came as ctx ended counts.
+func handOff[T any](b *boundRC, ctx context.Context, end <-chan struct{}, do func() T, cut func(error) T) T {
+	ch := make(chan T, 1)
+	if !b.lend(func() { ch <- do() }) {
+		return do()
 	}
 	select {
 	case r := <-ch:
@@ -249,8 +239,8 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 		case r := <-ch:
 			return r
 		default:
+			return cut(ctxErr(ctx))
 		}
-		return errResults(ctxErr(ctx), len(multi))
 	}
 }
 
