@@ -133,7 +133,13 @@ func (c *call) fence(ctx context.Context, grants []reply) ([]uint64, error) {
 	}
 	var errs []error
 	for ; pending > 0 && short() >= 0; pending-- {
-		switch r := <-results; {
+		var r raised
+		select {
+		case r = <-results:
+		case <-ctx.Done(): // the raises still out end on their own (results is buffered)
+			return nil, oneline.Wrapf(ctx.Err(), "fencing tokens abandoned")
+		}
+		switch {
 		case r.err != nil:
 			errs = append(errs, r.err)
 		case granted[r.i]:

@@ -203,7 +203,7 @@ func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 		h = newHeld(ctx, l, o, grants, fences, start, out.validity)
 		h.settled = r.done
 	} else {
-		out.released = c.releaseAll(grants)
+		out.released = c.releaseAll(ctx, grants)
 	}
 	r.settle(c, h)
 	c.observe(ctx, attempt, out, elapsed, ok)
@@ -380,10 +380,12 @@ func (c *call) take(i int, deadline time.Time) bool {
 }
 
 // releaseAll gives back the grants of a failed round, on all their
-// masters in parallel (on their Clients' workers), and waits for them up to the per-master timeout;
-// slower releases finish in the background. It returns the masters
-// released on.
-func (c *call) releaseAll(grants []reply) []int {
+// masters in parallel (on their Clients' workers), and waits for them up
+// to the per-master timeout, so that the call's next round finds them
+// free; not past ctx, which ends the call (issue 29, stage 3). Slower
+// releases finish in the background, joined by Close. It returns the
+// masters released on.
+func (c *call) releaseAll(ctx context.Context, grants []reply) []int {
 	if len(grants) == 0 {
 		return nil
 	}
@@ -402,6 +404,8 @@ func (c *call) releaseAll(grants []reply) []int {
 		select {
 		case <-done:
 		case <-t.C:
+			return idx
+		case <-ctx.Done():
 			return idx
 		}
 	}
