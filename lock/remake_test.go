@@ -2,9 +2,11 @@ package lock_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -156,7 +158,19 @@ func TestBoundTryLockWhoseGiveBackIsUnanswered(t *testing.T) {
 // 100 ms ctx returned 881 ms after it.
 func TestBoundFromClientCallAfterACallCutByItsDeadline(t *testing.T) {
 	srv := integrationRedis(t)
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ForceSingleClient: true, DisableCache: true})
+	// Each dial of the application's client is signalled with its
+	// start, so that the test knows when a request (the cut TryLock's
+	// settler) is making the connection again.
+	dialed := make(chan time.Time, 64)
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ForceSingleClient: true, DisableCache: true,
+		DialCtxFn: func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			select {
+			case dialed <- time.Now():
+			default:
+			}
+			return dialer.DialContext(ctx, "tcp", addr)
+		}})
 	must(t, err)
 	t.Cleanup(rc.Close)
 	c, err := lock.FromClient(rc, lock.Config{CommandTimeout: time.Second})
@@ -178,8 +192,27 @@ func TestBoundFromClientCallAfterACallCutByItsDeadline(t *testing.T) {
 		}), end, resume)
 		cancel()
 		checkBound(t, what, r, end, boundSlack)
-		// The first's settler, not the second TryLock, makes the
-		// connection again (the fault's timing, not a signal).
-		time.Sleep(20 * time.Millisecond)
+		if k == 0 {
+			// The first's settler, not the second TryLock, makes
+			// the connection again: the second is sent while it does.
+			awaitDialAfter(t, dialed, time.Now(), 5*time.Second)
+		}
+	}
+}
+
+// awaitDial waits, for at most d, for a dial signalled on dialed that
+// began after since.
+func awaitDialAfter(t *testing.T, dialed <-chan time.Time, since time.Time, d time.Duration) {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case at := <-dialed:
+			if at.After(since) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no request made the connection again within %v of a cut call", d)
+		}
 	}
 }
