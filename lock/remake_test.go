@@ -195,7 +195,7 @@ func TestBoundFromClientCallAfterACallCutByItsDeadline(t *testing.T) {
 		if k == 0 {
 			// The first's settler, not the second TryLock, makes
 			// the connection again: the second is sent while it does.
-			awaitDialAfter(t, dialed, time.Now(), 5*time.Second)
+			awaitDialAfter(t, dialed, end, 5*time.Second)
 		}
 	}
 }
