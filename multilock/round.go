@@ -159,7 +159,6 @@ type outcome struct {
 	ttls      []time.Duration // their remaining leases: -1 unknown, lock.NoExpiry
 	validity  time.Duration
 	errs      []error
-	released  []int // masters where this round released its grant
 }
 
 // busy reports whether holders of other owners alone kept the quorum out
@@ -203,7 +202,7 @@ func (c *call) round(ctx context.Context, attempt int) (*Held, outcome) {
 		h = newHeld(ctx, l, o, grants, fences, start, out.validity)
 		h.settled = r.done
 	} else {
-		out.released = c.releaseAll(ctx, grants)
+		c.releaseAll(ctx, grants)
 	}
 	r.settle(c, h)
 	c.observe(ctx, attempt, out, elapsed, ok)
@@ -383,16 +382,13 @@ func (c *call) take(i int, deadline time.Time) bool {
 // masters in parallel (on their Clients' workers), and waits for them up
 // to the per-master timeout, so that the call's next round finds them
 // free; not past ctx, which ends the call (issue 29, stage 3). Slower
-// releases finish in the background, joined by Close. It returns the
-// masters released on.
-func (c *call) releaseAll(ctx context.Context, grants []reply) []int {
+// releases finish in the background, joined by Close.
+func (c *call) releaseAll(ctx context.Context, grants []reply) {
 	if len(grants) == 0 {
-		return nil
+		return
 	}
 	done := make(chan struct{}, len(grants))
-	idx := make([]int, len(grants))
-	for k, g := range grants {
-		idx[k] = g.i
+	for _, g := range grants {
 		c.background(g.i, func() {
 			_ = c.release(g.h)
 			done <- struct{}{}
@@ -404,12 +400,11 @@ func (c *call) releaseAll(ctx context.Context, grants []reply) []int {
 		select {
 		case <-done:
 		case <-t.C:
-			return idx
+			return
 		case <-ctx.Done():
-			return idx
+			return
 		}
 	}
-	return idx
 }
 
 // release gives back one hold nobody else knows of. It retries until the
