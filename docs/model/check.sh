@@ -11,10 +11,51 @@
 # Environment: MODEL_MEMLIM (MB per pan run, default 4096), MODEL_JOBS (2),
 # MODEL_FULL=1 adds the long run (a reset and a delayed reply together),
 # MODEL_ONLY=REGEX runs only the runs whose names match (no total check).
+#
+# Flags:
+#   --stamp  runs every check (as without flags) and, when all pass, writes
+#            the digest of the inputs (the .pml files, this script, spin's
+#            version) to docs/model/stamp;
+#   --ci     as CI runs it: when the inputs' digest is the stamp's, the long
+#            pass runs (LONG below) and the coverage checks, whose outcome
+#            those same inputs decide, are skipped, and every other run,
+#            every mutation included, is made; otherwise every check runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command -v spin >/dev/null || { echo "check.sh: spin is not installed (apt-get install spin)"; exit 2; }
 command -v gcc >/dev/null || { echo "check.sh: gcc is not installed"; exit 2; }
+mode=all
+[ $# -le 1 ] || { echo "check.sh: one flag at most (--ci or --stamp)"; exit 2; }
+case ${1:-} in
+--ci) mode=ci ;;
+--stamp) mode=stamp ;;
+"") ;;
+*) echo "check.sh: unknown flag $1 (--ci, --stamp)"; exit 2 ;;
+esac
+# The longest pass runs (README, "How to run"): skipped by --ci when the
+# stamp says they passed on these very inputs.
+LONG='^(main|drift-rst|fair-main|fair-lrep-dly|fair-prune|fair-live)$'
+# digest: each input file's SHA-256 with its name, spin's version, and the
+# settings a run depends on (a stamp made with more memory or the long run
+# is not CI's).
+digest() {
+  { (cd "$here" && sha256sum ./*.pml check.sh); spin -V; echo "memlim=${MODEL_MEMLIM:-4096} full=${MODEL_FULL:-0}"; } | sha256sum | cut -d' ' -f1
+}
+skiplong=0
+digest=
+if [ $mode != all ]; then
+  command -v sha256sum >/dev/null || { echo "check.sh: --ci and --stamp need sha256sum"; exit 2; }
+  digest=$(digest)
+fi
+if [ $mode = ci ]; then
+  if [ -f "$here/stamp" ] && [ "$(sed -n 's/^digest //p' "$here/stamp")" = "$digest" ]; then
+    skiplong=1
+    echo "check.sh --ci: the inputs are those of the stamp ($(sed -n 's/^checked //p' "$here/stamp")): the long pass runs and the coverage checks are not run again"
+  else
+    echo "check.sh --ci: the inputs differ from docs/model/stamp: every check runs (record a pass with --stamp)"
+  fi
+fi
+if [ $mode = stamp ] && [ -n "${MODEL_ONLY:-}" ]; then echo "check.sh: --stamp runs every check; unset MODEL_ONLY"; exit 2; fi
 memlim=${MODEL_MEMLIM:-4096}
 jobs=${MODEL_JOBS:-2}
 work=$(mktemp -d)
@@ -165,6 +206,7 @@ i=0
 for spec in "${specs[@]}"; do
   read -r name expect to dflags cf pflags <<<"$spec"
   if [ -n "${MODEL_ONLY:-}" ] && ! [[ $name =~ $MODEL_ONLY ]]; then continue; fi
+  if [ $skiplong = 1 ] && [[ $name =~ $LONG ]]; then continue; fi
   dflags=${dflags//\~/ }
   [ "$dflags" = "(none)" ] && dflags=
   pflags=${pflags//\~/ }
@@ -190,7 +232,7 @@ done
 # when some safety run reached some statement compiled from it (inline
 # code is compiled once per call site; a call site may be unreachable by
 # construction, e.g. client B never re-enters, so never gets MISMATCH).
-if ls "$work"/tables.* >/dev/null 2>&1; then
+if [ $skiplong = 0 ] && ls "$work"/tables.* >/dev/null 2>&1; then
   cover=$(for t in "$work"/tables.*; do
       n=${t##*/tables.}
       awk -v cfg="$n" '
@@ -225,6 +267,7 @@ fi
 # compiled from it; a line reached by none fails, unless it carries the
 # marker "never reached:" with the reason (README).
 for m in replicas kinds; do
+  [ $skiplong = 0 ] || break
   ls "$work"/xtables.* >/dev/null 2>&1 || break
   cover=$(for t in "$work"/xtables.*; do
       n=${t##*/xtables.}
@@ -258,6 +301,14 @@ for m in replicas kinds; do
   if [ $bad = 1 ]; then status=1
   else echo "ok   coverage: $((total - allowed)) of $total source lines of $m.pml reached by some pass run; $allowed marked \"never reached\" (README)"; fi
 done
-echo "check.sh: $(( $(date +%s) - start ))s in all"
+took=$(( $(date +%s) - start ))
+echo "check.sh: ${took}s in all"
 if [ $status -ne 0 ]; then echo "check.sh: FAILED"; else echo "check.sh: all checks passed"; fi
+if [ $status -eq 0 ] && [ $mode = stamp ] && [ "$(digest)" != "$digest" ]; then
+  echo "check.sh: the inputs changed during the run: no stamp written"; status=1
+fi
+if [ $status -eq 0 ] && [ $mode = stamp ]; then
+  printf 'digest %s\nchecked %s, every check passed in %ss (%s)\n' "$digest" "$(date -u +%Y-%m-%d)" "$took" "$(spin -V)" >"$here/stamp"
+  echo "check.sh: wrote docs/model/stamp"
+fi
 exit $status
