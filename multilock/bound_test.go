@@ -61,20 +61,7 @@ func TestLockCutByItsCtxDoesNotWaitForTheGiveBack(t *testing.T) {
 	injectRule(t, servers[0], integration.Rule{Match: releaseOf(n), Action: integration.DelayRequest(300 * time.Millisecond), Times: math.MaxInt})
 	l := multilock.NewMultiLock(mutexes(cs, n)...)
 
-	ctx, cancel := context.WithTimeout(bg(t), 100*time.Millisecond)
-	defer cancel()
-	h, err := l.Lock(ctx)
-	over := time.Since(deadlineOf(ctx))
-	if err == nil {
-		_ = h.Unlock(bg(t))
-		t.Fatal("Lock acquired with master 1's acquire held back past its ctx")
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Lock = %v, want its ctx's DeadlineExceeded", err)
-	}
-	if over > cutSlack {
-		t.Errorf("Lock returned %v after its ctx ended (the give-back of master 0's grant is slow), want at most %v", over, cutSlack)
-	}
+	lockCut(t, l, "the give-back of master 0's grant is slow")
 	multilock.WaitBackground(l)
 	if on := exists(t, raws(t, servers), n); count(on) != 0 {
 		t.Errorf("key left on masters %v once the background settled", on)
@@ -95,27 +82,30 @@ func TestFencedLockCutByItsCtxDoesNotWaitForTheRaise(t *testing.T) {
 		Action: integration.DelayRequest(time.Second)})
 	l := multilock.NewMultiLock(mutexes(cs, n)...)
 
-	ctx, cancel := context.WithTimeout(bg(t), 100*time.Millisecond)
-	defer cancel()
-	h, err := l.Lock(ctx, lock.Fenced())
-	over := time.Since(deadlineOf(ctx))
-	if err == nil {
-		_ = h.Unlock(bg(t))
-		t.Fatal("Lock acquired with the fence raise held back past its ctx")
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Lock = %v, want its ctx's DeadlineExceeded", err)
-	}
-	if over > cutSlack {
-		t.Errorf("Lock returned %v after its ctx ended (a fence raise is out), want at most %v", over, cutSlack)
-	}
+	lockCut(t, l, "a fence raise is out", lock.Fenced())
 	multilock.WaitBackground(l)
 	if on := exists(t, rs, n); count(on) != 0 {
 		t.Errorf("key left on masters %v once the background settled", on)
 	}
 }
 
-func deadlineOf(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
-	return d
+// lockCut calls l.Lock with a 100 ms ctx that ends while why holds, and
+// checks that it fails with the ctx's error within cutSlack of its end.
+func lockCut(t *testing.T, l *multilock.Lock, why string, opts ...lock.Option) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg(t), 100*time.Millisecond)
+	defer cancel()
+	end, _ := ctx.Deadline()
+	h, err := l.Lock(ctx, opts...)
+	over := time.Since(end)
+	if err == nil {
+		_ = h.Unlock(bg(t))
+		t.Fatalf("Lock acquired although its ctx ended first (%s)", why)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Lock = %v, want its ctx's DeadlineExceeded", err)
+	}
+	if over > cutSlack {
+		t.Errorf("Lock returned %v after its ctx ended (%s), want at most %v", over, why, cutSlack)
+	}
 }
