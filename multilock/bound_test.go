@@ -109,3 +109,36 @@ func lockCut(t *testing.T, l *multilock.Lock, why string, opts ...lock.Option) {
 		t.Errorf("Lock returned %v after its ctx ended (%s), want at most %v", over, why, cutSlack)
 	}
 }
+
+// A TryLock whose Wait runs out during a round returns once that round
+// decides (at most the per-master timeout) and its give-backs are
+// answered (at most the per-master timeout more: a call right after it
+// finds them free, TestMultiLockNeedsEveryMaster); slower ones go on in
+// the background.
+func TestTryLockReturnsWithinTwoPerMasterTimeoutsOfItsWait(t *testing.T) {
+	servers := integration.Masters(t, 2, integration.Options{})
+	cs := clients(t, servers, lock.Config{})
+	n := name(t)
+	injectRule(t, servers[1], integration.Rule{Match: acquireOf(n), Action: integration.DelayRequest(2 * time.Second)})
+	injectRule(t, servers[0], integration.Rule{Match: releaseOf(n), Action: integration.DelayRequest(time.Second), Times: math.MaxInt})
+	l := multilock.NewMultiLock(mutexes(cs, n)...)
+
+	const wait, perMaster = 100 * time.Millisecond, 300 * time.Millisecond
+	start := time.Now()
+	h, err := l.TryLock(bg(t), lock.Wait(wait), multilock.PerMasterTimeout(perMaster))
+	over := time.Since(start.Add(wait))
+	if err == nil {
+		_ = h.Unlock(bg(t))
+		t.Fatal("TryLock acquired with master 1's acquire held back past its Wait")
+	}
+	if !errors.Is(err, multilock.ErrQuorum) {
+		t.Errorf("TryLock = %v, want ErrQuorum", err)
+	}
+	if over > 2*perMaster+cutSlack {
+		t.Errorf("TryLock returned %v after its Wait ran out (the give-back of master 0's grant is slow), want at most two per-master timeouts (%v) and %v", over, perMaster, cutSlack)
+	}
+	multilock.WaitBackground(l)
+	if on := exists(t, raws(t, servers), n); count(on) != 0 {
+		t.Errorf("key left on masters %v once the background settled", on)
+	}
+}

@@ -185,7 +185,8 @@ func (l *Lock) Masters() int {
 // Lock acquires the lock, retrying until it is acquired or ctx ends. A ctx
 // carrying an owner that holds the lock (a Held's Context) re-enters it on
 // every master. Without the Lease option each master's watchdog renews it
-// until Unlock.
+// until Unlock. Cut by ctx, it returns then: the grants of the round it
+// cut are given back in the background.
 //
 // May return ErrQuorum (a *QuorumError, also matching ErrNotAcquired, joined
 // with ctx's error), ErrClosed (too many masters' Clients closed),
@@ -195,7 +196,11 @@ func (l *Lock) Lock(ctx context.Context, opts ...lock.Option) (*Held, error) {
 }
 
 // TryLock makes one round of attempts, or retries for up to the Wait
-// option's duration.
+// option's duration. It returns once the round in flight when the Wait
+// runs out has decided (at most the per-master timeout) and, when it
+// failed, its grants are given back (at most the per-master timeout
+// more, so that a call right after finds them free; slower give-backs
+// finish in the background), or when ctx ends.
 //
 // May return ErrQuorum (a *QuorumError, also matching ErrNotAcquired),
 // ErrClosed, ErrInvalid.
