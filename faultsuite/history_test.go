@@ -26,6 +26,7 @@ type history struct {
 	mu       sync.Mutex
 	holdings []*holding
 	granted  chan struct{} // closed and replaced at every grant
+	wrote    chan struct{} // closed and replaced at every write
 	// reads are the hold counts read from Redis (single master only).
 	reads []countRead
 	// failed are the acquisitions with an owner in their ctx that
@@ -65,7 +66,7 @@ type lossProbe struct {
 }
 
 func newHistory() *history {
-	return &history{start: time.Now(), granted: make(chan struct{})}
+	return &history{start: time.Now(), granted: make(chan struct{}), wrote: make(chan struct{})}
 }
 
 func (h *history) now() instant { return time.Since(h.start) }
@@ -304,6 +305,27 @@ func (h *history) waitGrants(ctx context.Context, from instant, n int) error {
 	}
 }
 
+// waitWrite waits until a holding of another field than field, granted
+// at or after from, has written.
+func (h *history) waitWrite(ctx context.Context, from instant, field uint64) error {
+	for {
+		h.mu.Lock()
+		ch := h.wrote
+		for _, x := range h.holdings {
+			if x.ret >= from && !x.sibling && x.field != field && len(x.writes) > 0 {
+				h.mu.Unlock()
+				return nil
+			}
+		}
+		h.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
 // waitHeld waits until some holding is held: granted, not unlocked, not
 // known lost.
 func (h *history) waitHeld(ctx context.Context) error {
@@ -389,6 +411,8 @@ func (r *resource) write(h *history, x *holding, alive context.Context, believed
 	for i, y := range xs {
 		y.writes = append(y.writes, write{call: call, ret: ret, at: at, believed: believed, accepted: accepted[i]})
 	}
+	close(h.wrote)
+	h.wrote = make(chan struct{})
 	h.mu.Unlock()
 	return true
 }

@@ -358,12 +358,13 @@ func (w *worker) ownerCtx(ctx context.Context, r *round, rng *rand.Rand, m worke
 // scenario. The pause is time itself, so it is a sleep; the holder does
 // not look at its context before writing, since a paused process cannot.
 //
-// The pause lasts pr.d and then until another owner is granted the lock,
-// for at most pauseGrace more: a fair waiter sleeps until the end of the
-// lease it last saw, which may be a lease that ended after pr.d (a
-// replay of seed 20261440 found the fair lock free for 400 ms of a 463 ms
-// pause, and granted only after it, in 1 of 3 runs), and a fault that
-// did not bite would fail its round's check.
+// The pause lasts pr.d and then until another owner, granted the lock
+// since, has written, for at most pauseGrace more: a fair waiter sleeps
+// until the end of the lease it last saw, which may end after pr.d (the
+// 504-round run of a211f15, seed 20261440: the lease ended 163 ms before
+// the pause did and the head waiter was granted 238 ms after it), and a
+// fault that did not bite fails its round's check, which wants a double
+// grant and the paused holder's write rejected as stale.
 func (w *worker) pausePastLease(r *round, x *holding, h held, pr *pauseRequest) {
 	defer close(pr.done)
 	believed := h.Context().Err() == nil
@@ -371,13 +372,13 @@ func (w *worker) pausePastLease(r *round, x *holding, h held, pr *pauseRequest) 
 	from := r.hist.now()
 	time.Sleep(pr.d)
 	ctx, cancel := context.WithTimeout(context.Background(), pauseGrace)
-	_ = r.hist.waitGrants(ctx, from, 1) // none within pauseGrace: the round's check says so
+	_ = r.hist.waitWrite(ctx, from, x.field) // none within pauseGrace: the round's check says so
 	cancel()
 	r.res.write(r.hist, x, nil, believed)
 }
 
 // pauseGrace is how much longer than asked a paused holder waits for
-// another owner's grant.
+// another owner's write.
 const pauseGrace = 3 * time.Second
 
 // work holds the lock for d, or until the hold ends (lost, or the round
