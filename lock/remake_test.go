@@ -200,7 +200,7 @@ func TestBoundFromClientCallAfterACallCutByItsDeadline(t *testing.T) {
 	}
 }
 
-// awaitDial waits, for at most d, for a dial signalled on dialed that
+// awaitDialAfter waits, for at most d, for a dial signalled on dialed that
 // began after since.
 func awaitDialAfter(t *testing.T, dialed <-chan time.Time, since time.Time, d time.Duration) {
 	t.Helper()

@@ -197,10 +197,11 @@ func (l *Lock) Lock(ctx context.Context, opts ...lock.Option) (*Held, error) {
 
 // TryLock makes one round of attempts, or retries for up to the Wait
 // option's duration. It returns once the round in flight when the Wait
-// runs out has decided (at most the per-master timeout) and, when it
-// failed, its grants are given back (at most the per-master timeout
-// more, so that a call right after finds them free; slower give-backs
-// finish in the background), or when ctx ends.
+// runs out has decided (at most the per-master timeout; with Fenced, its
+// fence raises at most one more) and, when it failed, its grants are
+// given back (at most the per-master timeout more, so that a call right
+// after finds them free; slower give-backs finish in the background), or
+// when ctx ends.
 //
 // May return ErrQuorum (a *QuorumError, also matching ErrNotAcquired),
 // ErrClosed, ErrInvalid.
