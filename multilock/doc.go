@@ -48,9 +48,11 @@
 // (PerMasterTimeout, much shorter than the lease). It succeeds when a
 // quorum granted and the validity, lease − elapsed − drift (drift =
 // lease × 0.01 + 2ms, see the Drift option), is still positive.
-// Otherwise it releases on every master that granted, then the call
-// sleeps (see below) and tries again, until TryLock's lock.Wait or the
-// context runs out: ErrQuorum. The attempts still out when the round
+// Otherwise it releases on every master that granted, waiting for those
+// releases up to the per-master timeout (not past the call's context,
+// which ends the call at once; the releases go on in the background),
+// then the call sleeps (see below) and tries again, until TryLock's
+// lock.Wait or the context runs out: ErrQuorum. The attempts still out when the round
 // decided are not waited for: a grant that comes later joins the Held
 // while it is live (no Unlock begun, no loss), so that the lock is held on
 // every master that granted it, and is released otherwise (Held.Settled
