@@ -74,11 +74,44 @@ func (l *Lock) groupNames() {
 	}
 }
 
+// raised is one fence raise's outcome on the i-th master.
+type raised struct {
+	i   int
+	err error
+}
+
+// raise writes its group's top token to every master not at it, each on
+// a worker of its master's Client, bounded by the per-master timeout,
+// and returns the channel their outcomes come on (buffered: a raise
+// nobody waits for any more ends on its own) and how many it started.
+func (c *call) raise(ctx context.Context, tops []uint64, atTop []bool) (<-chan raised, int) {
+	l, o := c.l, c.o
+	results := make(chan raised, len(l.ms))
+	pending := 0
+	for i, m := range l.ms {
+		if atTop[i] {
+			continue
+		}
+		pending++
+		top := tops[l.group[i]]
+		l.spawn(m.Client(), func() {
+			rctx, cancel := context.WithTimeout(ctx, o.perMaster)
+			defer cancel()
+			_, err := reentrant.RaiseFence(rctx, m.Client().Redis(), m.Name(), top)
+			if err != nil {
+				err = l.onMaster(i, "raise fence", err)
+			}
+			results <- raised{i, err}
+		})
+	}
+	return results, pending
+}
+
 // fence returns the tokens of a round that has its quorum, one per
 // fencing group, after writing each back as above. Raises beyond what a
 // group needs finish in the background.
 func (c *call) fence(ctx context.Context, grants []reply) ([]uint64, error) {
-	l, o := c.l, c.o
+	l := c.l
 	tops := make([]uint64, len(l.groups))
 	for _, g := range grants {
 		tops[l.group[g.i]] = max(tops[l.group[g.i]], g.h.Fence())
@@ -100,29 +133,7 @@ func (c *call) fence(ctx context.Context, grants []reply) ([]uint64, error) {
 			known[l.group[g.i]]++
 		}
 	}
-	type raised struct {
-		i   int
-		err error
-	}
-	results := make(chan raised, len(l.ms))
-	pending := 0
-	wctx := context.WithoutCancel(ctx)
-	for i, m := range l.ms {
-		if atTop[i] {
-			continue
-		}
-		pending++
-		top := tops[l.group[i]]
-		l.spawn(m.Client(), func() {
-			rctx, cancel := context.WithTimeout(wctx, o.perMaster)
-			defer cancel()
-			_, err := reentrant.RaiseFence(rctx, m.Client().Redis(), m.Name(), top)
-			if err != nil {
-				err = l.onMaster(i, "raise fence", err)
-			}
-			results <- raised{i, err}
-		})
-	}
+	results, pending := c.raise(context.WithoutCancel(ctx), tops, atTop)
 	short := func() int { // the first group still short of its need, or -1
 		for g := range l.groups {
 			if known[g] < need[g] {
