@@ -25,8 +25,7 @@ type history struct {
 
 	mu       sync.Mutex
 	holdings []*holding
-	granted  chan struct{} // closed and replaced at every grant
-	wrote    chan struct{} // closed and replaced at every write
+	changed  chan struct{} // closed and replaced at every grant and every write
 	// reads are the hold counts read from Redis (single master only).
 	reads []countRead
 	// failed are the acquisitions with an owner in their ctx that
@@ -66,7 +65,7 @@ type lossProbe struct {
 }
 
 func newHistory() *history {
-	return &history{start: time.Now(), granted: make(chan struct{}), wrote: make(chan struct{})}
+	return &history{start: time.Now(), changed: make(chan struct{})}
 }
 
 func (h *history) now() instant { return time.Since(h.start) }
@@ -152,8 +151,7 @@ func (h *history) acquired(worker, client int, call instant, hd held, lease time
 		}
 		h.watchLoss(x, hd.Context())
 	}
-	close(h.granted)
-	h.granted = make(chan struct{})
+	h.changedLocked()
 	return first
 }
 
@@ -282,62 +280,18 @@ func (h *history) pause(x *holding) {
 	}
 }
 
-// waitGrants waits until n holdings have been granted at or after from.
-func (h *history) waitGrants(ctx context.Context, from instant, n int) error {
-	for {
-		h.mu.Lock()
-		ch := h.granted
-		got := 0
-		for _, x := range h.holdings {
-			if x.ret >= from && !x.sibling {
-				got++
-			}
-		}
-		h.mu.Unlock()
-		if got >= n {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("%d of %d grants: %w", got, n, context.Cause(ctx))
-		}
-	}
+// changedLocked wakes the waits below; h.mu is held.
+func (h *history) changedLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
 }
 
-// waitWrite waits until a holding of another field than field, granted
-// at or after from, has written.
-func (h *history) waitWrite(ctx context.Context, from instant, field uint64) error {
+// await waits until cond, called with h.mu held, is true: it is asked
+// again at every grant and every write.
+func (h *history) await(ctx context.Context, cond func() bool) error {
 	for {
 		h.mu.Lock()
-		ch := h.wrote
-		for _, x := range h.holdings {
-			if x.ret >= from && !x.sibling && x.field != field && len(x.writes) > 0 {
-				h.mu.Unlock()
-				return nil
-			}
-		}
-		h.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-}
-
-// waitHeld waits until some holding is held: granted, not unlocked, not
-// known lost.
-func (h *history) waitHeld(ctx context.Context) error {
-	for {
-		h.mu.Lock()
-		ch := h.granted
-		ok := false
-		for _, x := range h.holdings {
-			if x.unlockCall == never && x.lostAt == never {
-				ok = true
-			}
-		}
+		ch, ok := h.changed, cond()
 		h.mu.Unlock()
 		if ok {
 			return nil
@@ -348,6 +302,50 @@ func (h *history) waitHeld(ctx context.Context) error {
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// waitGrants waits until n holdings have been granted at or after from.
+func (h *history) waitGrants(ctx context.Context, from instant, n int) error {
+	got := 0
+	err := h.await(ctx, func() bool {
+		got = 0
+		for _, x := range h.holdings {
+			if x.ret >= from && !x.sibling {
+				got++
+			}
+		}
+		return got >= n
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d grants: %w", got, n, err)
+	}
+	return nil
+}
+
+// waitWrite waits until a holding of another field than field, granted
+// at or after from, has written.
+func (h *history) waitWrite(ctx context.Context, from instant, field uint64) error {
+	return h.await(ctx, func() bool {
+		for _, x := range h.holdings {
+			if x.ret >= from && !x.sibling && x.field != field && len(x.writes) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// waitHeld waits until some holding is held: granted, not unlocked, not
+// known lost.
+func (h *history) waitHeld(ctx context.Context) error {
+	return h.await(ctx, func() bool {
+		for _, x := range h.holdings {
+			if x.unlockCall == never && x.lostAt == never {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // snapshot returns copies of the holdings, for the checks once the
@@ -411,8 +409,7 @@ func (r *resource) write(h *history, x *holding, alive context.Context, believed
 	for i, y := range xs {
 		y.writes = append(y.writes, write{call: call, ret: ret, at: at, believed: believed, accepted: accepted[i]})
 	}
-	close(h.wrote)
-	h.wrote = make(chan struct{})
+	h.changedLocked()
 	h.mu.Unlock()
 	return true
 }
