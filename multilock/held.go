@@ -299,8 +299,9 @@ func (h *Held) FenceOf(name string) uint64 {
 }
 
 // Unlock releases this acquisition on every master that still holds it,
-// in parallel (a grant still in flight is released when it comes): hold counts go down by one, and where they reach 0 the lock
-// is free and a waiter is woken. Each master's release is retried until
+// in parallel (a grant still in flight is released when it comes): hold
+// counts go down by one, and where they reach 0 the lock is free and a
+// waiter is woken. Each master's release is retried until
 // ctx ends (lock.Held.Unlock). Failures are joined, each naming its
 // master; a failed Unlock may be called again for the masters it could not
 // release.
@@ -309,7 +310,9 @@ func (h *Held) FenceOf(name string) uint64 {
 // quorum was lost before, and the masters still holding are released
 // anyway; or a master's release found its hold lost, or went unanswered
 // until its lease was judged run out, as lock.Held.Unlock reports it),
-// ErrUnavailable, ErrInvalid.
+// ErrUnavailable, ErrClosed (a master's Client was closed before this
+// Unlock released there: its Close released the hold, or left it to
+// expire with its lease), ErrInvalid.
 func (h *Held) Unlock(ctx context.Context) error {
 	if !h.valid() {
 		return invalidf("Unlock of a nil or zero Held (a failed Lock or TryLock returns nil): it holds nothing")
@@ -407,9 +410,14 @@ func (h *Held) releasedLocked(todo []*slot, errs []error) (gone, failed []error)
 			// judgement's margin after this Unlock (found by the fault
 			// suite: Unlock returned nil, and the count was still read).
 			gone = append(gone, h.l.onMaster(s.i, "release", err))
-		case errors.Is(err, lock.ErrNotHeld), errors.Is(err, lock.ErrClosed):
+		case errors.Is(err, lock.ErrNotHeld):
 			// Already gone on that master: nothing left to release.
 		default:
+			// ErrClosed among them: the master's Client was closed, and
+			// its Close released the hold or left it to expire; nothing
+			// tells which (found by the fault suite: counted as released,
+			// a second Unlock said nil while the master, stopped, still
+			// held the names). As lock.Held.Unlock, say ErrClosed.
 			failed = append(failed, h.l.onMaster(s.i, "release", err))
 			continue
 		}
