@@ -302,6 +302,11 @@ func (res roundResult) problems() []string {
 	if res.countAbove > 0 {
 		ps = append(ps, fmt.Sprintf("%d hold counts read from Redis above the holds that could exist", res.countAbove))
 	}
+	if len(res.badReads) > 0 {
+		// Here as well as after the history: a CI log shows a failure's
+		// first lines, and the history may be long.
+		ps = append(ps, fmt.Sprintf("the reads out of bounds (name, owner, count @ the read's span since the round began): %s", strings.Join(res.badReads[:min(len(res.badReads), 8)], ", ")))
+	}
 	if res.result == porcupine.Illegal {
 		ps = append(ps, "history not linearizable in the model "+res.model)
 	}
