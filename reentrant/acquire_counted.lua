@@ -3,21 +3,33 @@
 -- KEYS[3] the fencing counter (read only when ARGV[4] is '1').
 -- ARGV[1] lease ms, ARGV[2] holder field, ARGV[3] the holds the client knows the field has,
 -- ARGV[4] '1' to take a fencing token.
--- Returns {status, value, token}:
+-- Returns the token alone (0 unless fenced) when the lock was free, the client knew no hold of
+-- the field, and the request had no record: acquired, the field's first hold (the common case,
+-- in three commands, as Redisson's; no table to build). Otherwise {status, value, token}:
 --   {1, count, token} acquired: the field now has count holds (this request ran, now or before);
 --   {0, pttl, 0}      another field holds the lock (pttl -1: the key has no expiry);
 --   {2, count, 0}     the field has fewer holds than the client knows: some were lost;
 --   {3, 0, 0}         the request was cancelled (its record exists): nothing changed.
 -- A re-entry never shortens the key's expiry. A hash with a 'mode' field is a read-write
 -- lock: busy, and none of its fields is counted as this lock's hold.
+local known = tonumber(ARGV[3])
+local lease = tonumber(ARGV[1])
+if known == 0 and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
+    -- free, and this request was neither cancelled nor run before
+    local token = 0
+    if ARGV[4] == '1' then
+        token = redis.call('incr', KEYS[3])
+    end
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], lease)
+    return token
+end
 if redis.call('exists', KEYS[2]) == 1 then
     return {3, 0, 0}
 end
-local known = tonumber(ARGV[3])
-local lease = tonumber(ARGV[1])
 -- The key's expiry, read once: -2 when the lock is free (then the field
--- has no holds, and a free lock is taken in four commands), -1 when it has
--- none. Nothing below changes it before it is used.
+-- has no holds), -1 when it has none. Nothing below changes it before it
+-- is used.
 local ttl = redis.call('pttl', KEYS[1])
 local count = 0
 if ttl ~= -2 then

@@ -250,3 +250,42 @@ func TestRenewBatchesReadHolds(t *testing.T) {
 	}
 	rc.Do(bg(), rc.B().Flushall().Build())
 }
+
+// The counted acquire answers a free lock's first hold with the token
+// alone (three commands, as Redisson's acquire); every other case keeps
+// the full answer. A request settled before it arrives finds its record
+// even on a free lock, and a client that knew holds the lock no longer
+// has is told so: neither takes the short path.
+func TestCountedAcquireShortAnswer(t *testing.T) {
+	rc := client(t)
+	name := t.Name()
+	t.Cleanup(func() { rc.Do(bg(), rc.B().Del().Key(name, reentrant.TokenName(name)).Build()) })
+
+	id := reentrant.NewRequestID()
+	if _, err := (reentrant.Settle{Name: name, Field: "f:1", RequestID: id, RecordTTL: time.Minute}).Run(bg(), rc); err != nil {
+		t.Fatal(err)
+	}
+	a, err := reentrant.AcquireRequest{Name: name, Field: "f:1", Lease: time.Minute, RequestID: id}.Run(bg(), rc)
+	if err != nil || a.Status != reentrant.Cancelled {
+		t.Fatalf("acquire settled before it ran, on a free lock = %+v, %v; want Cancelled", a, err)
+	}
+	if n, _ := rc.Do(bg(), rc.B().Exists().Key(name).Build()).AsInt64(); n != 0 {
+		t.Fatal("a cancelled acquire took the free lock")
+	}
+	if a, err := acquire(rc, name, "f:1", time.Minute, 1, false); err != nil || a.Status != reentrant.Fewer || a.Count != 0 {
+		t.Fatalf("acquire knowing a hold, on a free lock = %+v, %v; want Fewer, 0", a, err)
+	}
+	a, err = acquire(rc, name, "f:1", time.Minute, 0, true)
+	if err != nil || a.Status != reentrant.Acquired || a.Count != 1 || a.Token == 0 {
+		t.Fatalf("fenced acquire of a free lock = %+v, %v; want Acquired, count 1, a token", a, err)
+	}
+	ttl, _ := rc.Do(bg(), rc.B().Pttl().Key(name).Build()).AsInt64()
+	if ttl <= 0 || ttl > time.Minute.Milliseconds() {
+		t.Fatalf("pttl %d after a free lock's acquire, want the lease", ttl)
+	}
+	raw := reentrant.AcquireCountedScript.Run(bg(), rc, []string{name, reentrant.LatchName(name, reentrant.NewRequestID()), reentrant.TokenName(name)},
+		[]string{"60000", "f:1", "1", "0"})
+	if v, err := raw.AsIntSlice(); err != nil || len(v) != 3 || v[0] != 1 || v[1] != 2 {
+		t.Fatalf("re-entry's answer = %v, %v; want the full {1, 2, 0}", v, err)
+	}
+}

@@ -103,6 +103,10 @@ func parseAcquire(res rueidis.RedisResult) (AcquireResult, error) {
 	if err := res.Error(); err != nil {
 		return AcquireResult{}, err
 	}
+	if tok, err := res.AsInt64(); err == nil {
+		// The counted acquire's short answer: a free lock's first hold.
+		return AcquireResult{Status: Acquired, Count: 1, Token: uint64(tok)}, nil
+	}
 	vals, err := res.AsIntSlice()
 	if err != nil || len(vals) != 3 {
 		return AcquireResult{}, fmt.Errorf("%w: acquire: %v (%d values)", ErrUnexpectedReply, err, len(vals))
