@@ -304,15 +304,17 @@ func (h *Held) FenceOf(name string) uint64 {
 // waiter is woken. Each master's release is retried until
 // ctx ends (lock.Held.Unlock). Failures are joined, each naming its
 // master; a failed Unlock may be called again for the masters it could not
-// release.
+// release, except those whose Client is closed (ErrClosed again).
 //
 // May return ErrNotHeld (already unlocked), ErrLockLost (a *LostError: the
 // quorum was lost before, and the masters still holding are released
 // anyway; or a master's release found its hold lost, or went unanswered
 // until its lease was judged run out, as lock.Held.Unlock reports it),
-// ErrUnavailable, ErrClosed (a master's Client was closed before this
-// Unlock released there: its Close released the hold, or left it to
-// expire with its lease), ErrInvalid.
+// ErrUnavailable, ErrClosed (this Unlock still had to release a master
+// whose Client was closed, as after an Unlock cut by its ctx: that Close
+// released the hold or left it to expire with its lease), ErrInvalid. A
+// Client closed while the acquisition was live, before any Unlock, counts
+// as a lost master instead (ErrLockLost when too few are left).
 func (h *Held) Unlock(ctx context.Context) error {
 	if !h.valid() {
 		return invalidf("Unlock of a nil or zero Held (a failed Lock or TryLock returns nil): it holds nothing")

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,5 +288,20 @@ func TestCountedAcquireShortAnswer(t *testing.T) {
 		[]string{"60000", "f:1", "1", "0"})
 	if v, err := raw.AsIntSlice(); err != nil || len(v) != 3 || v[0] != 1 || v[1] != 2 {
 		t.Fatalf("re-entry's answer = %v, %v; want the full {1, 2, 0}", v, err)
+	}
+}
+
+// A lease that is not positive would delete the key (PEXPIRE 0) or leave
+// it without expiry: Run refuses it and sends nothing.
+func TestAcquireRefusesALeaseThatIsNotPositive(t *testing.T) {
+	rc := client(t)
+	name := t.Name()
+	for _, lease := range []time.Duration{0, -time.Millisecond, -time.Second} {
+		if a, err := acquire(rc, name, "f:1", lease, 0, false); err == nil || !strings.Contains(err.Error(), "lease must be positive") {
+			t.Fatalf("acquire with lease %v = %+v, %v; want an error saying the lease must be positive", lease, a, err)
+		}
+		if n, _ := rc.Do(bg(), rc.B().Exists().Key(name).Build()).AsInt64(); n != 0 {
+			t.Fatalf("acquire with lease %v left the key", lease)
+		}
 	}
 }

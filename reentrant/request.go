@@ -45,8 +45,10 @@ func (s AcquireStatus) String() string {
 // (Known+1 holds) from a fresh one, and notices holds lost meanwhile.
 // The client must not send two requests of one field at once.
 type AcquireRequest struct {
-	Name      string
-	Field     string
+	Name  string
+	Field string
+	// Lease is the key's expiry after the acquire: positive (Run refuses
+	// anything else, which would delete the key or leave it for ever).
 	Lease     time.Duration
 	Known     int
 	RequestID string // NewRequestID(), kept across retries
@@ -88,6 +90,9 @@ type AcquireResult struct {
 
 // Run sends the request once (with r.Sync, followed by WAIT).
 func (r AcquireRequest) Run(ctx context.Context, c rueidis.Client) (AcquireResult, error) {
+	if r.Lease <= 0 {
+		return AcquireResult{}, fmt.Errorf("rlock: acquire of %q with a lease of %v: a lease must be positive", r.Name, r.Lease)
+	}
 	fenced := "0"
 	if r.Fenced {
 		fenced = "1"
