@@ -44,8 +44,9 @@ func TestReviewLossLostByAWaiterPassingTheTurn(t *testing.T) {
 	l.use()
 	werr := make(chan error, 1)
 	go func() {
-		defer l.unuse()
-		werr <- l.take(wctx, nil, nil)
+		err := l.take(wctx, nil, nil)
+		l.unuse() // before the answer: the checks below read the Client's map, which unuse updates
+		werr <- err
 	}()
 	waitFor(t, 5*time.Second, "W waits for the turn", func() bool {
 		l.tmu.Lock()
