@@ -76,7 +76,7 @@ func runCase(t *testing.T, s settings, cl *cluster, topo topology) {
 		// A late signal inside the assumptions is no failure (the holder
 		// did not act on the lock meanwhile) but deserves a look.
 		if len(ps) > 0 || os.Getenv(envTrace) != "" || !res.outside && res.late > 0 {
-			t.Logf("history of round %d:\n%s\ncounts out of bounds: %v\nevents of round %d:\n%s", i, dump(res.history), res.badReads, i, res.events)
+			t.Logf("history of round %d:\n%s\nevents of round %d:\n%s", i, dump(res.history), i, res.events)
 		}
 		if len(ps) > 0 && res.result == porcupine.Illegal {
 			path := filepath.Join(os.TempDir(), fmt.Sprintf("faultsuite-%s-%s-%d.html", cl.backend, topo.name, seed))
