@@ -14,23 +14,40 @@
 -- lock: busy, and none of its fields is counted as this lock's hold.
 local known = tonumber(ARGV[3])
 local lease = tonumber(ARGV[1])
-if known == 0 and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
-    -- free, and this request was neither cancelled nor run before
-    local token = 0
-    if ARGV[4] == '1' then
-        token = redis.call('incr', KEYS[3])
+-- How many of the lock's key and the request's record exist, asked once
+-- when the client knows no hold of the field (-1: not asked).
+local present = -1
+if known == 0 then
+    present = redis.call('exists', KEYS[1], KEYS[2])
+    if present == 0 then
+        -- free, and this request was neither cancelled nor run before
+        local token = 0
+        if ARGV[4] == '1' then
+            token = redis.call('incr', KEYS[3])
+        end
+        redis.call('hincrby', KEYS[1], ARGV[2], 1)
+        redis.call('pexpire', KEYS[1], lease)
+        return token
     end
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], lease)
-    return token
-end
-if redis.call('exists', KEYS[2]) == 1 then
-    return {3, 0, 0}
 end
 -- The key's expiry, read once: -2 when the lock is free (then the field
 -- has no holds), -1 when it has none. Nothing below changes it before it
 -- is used.
 local ttl = redis.call('pttl', KEYS[1])
+-- The record: what present counts beyond the lock's key, or asked.
+local recorded
+if present > 0 then
+    local key = 1
+    if ttl == -2 then
+        key = 0
+    end
+    recorded = present - key == 1
+else
+    recorded = redis.call('exists', KEYS[2]) == 1
+end
+if recorded then
+    return {3, 0, 0}
+end
 local count = 0
 if ttl ~= -2 then
     count = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0')

@@ -289,6 +289,15 @@ func TestCountedAcquireShortAnswer(t *testing.T) {
 	if v, err := raw.AsIntSlice(); err != nil || len(v) != 3 || v[0] != 1 || v[1] != 2 {
 		t.Fatalf("re-entry's answer = %v, %v; want the full {1, 2, 0}", v, err)
 	}
+	// A request settled before it arrives, on a held lock: Cancelled too.
+	id = reentrant.NewRequestID()
+	if _, err := (reentrant.Settle{Name: name, Field: "g:1", RequestID: id, RecordTTL: time.Minute}).Run(bg(), rc); err != nil {
+		t.Fatal(err)
+	}
+	a, err = reentrant.AcquireRequest{Name: name, Field: "g:1", Lease: time.Minute, RequestID: id}.Run(bg(), rc)
+	if err != nil || a.Status != reentrant.Cancelled {
+		t.Fatalf("acquire settled before it ran, on a held lock = %+v, %v; want Cancelled", a, err)
+	}
 }
 
 // A lease that is not positive would delete the key (PEXPIRE 0) or leave
