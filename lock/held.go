@@ -227,9 +227,8 @@ func (h *Held) ended() (bool, error) {
 	if !h.done {
 		return false, nil
 	}
-	var lost *LostError
-	switch {
-	case errors.As(h.reason, &lost):
+	switch lost := lostIn(h.reason); {
+	case lost != nil:
 		return true, lost
 	case errors.Is(h.reason, ErrClosed):
 		return true, ErrClosed
@@ -238,6 +237,19 @@ func (h *Held) ended() (bool, error) {
 		return true, nil // the failed Unlock's release went through
 	}
 	return true, ErrNotHeld
+}
+
+// lostIn returns the LostError in err's tree, or nil. (Its own function:
+// the target errors.As writes to escapes, and ended runs on every Unlock.)
+func lostIn(err error) *LostError {
+	if err == nil {
+		return nil
+	}
+	var lost *LostError
+	if errors.As(err, &lost) {
+		return lost
+	}
+	return nil
 }
 
 // Unlock releases this hold: the hold count goes down by one, and the lock

@@ -162,6 +162,9 @@ func (m *Mutex) check(ctx context.Context) error {
 
 // parseOptions applies opts to a Lock (blocking) or TryLock call.
 func parseOptions(blocking bool, opts []Option) (options, error) {
+	if len(opts) == 0 {
+		return options{}, nil // o below escapes to the heap (opt(&o))
+	}
 	var o options
 	for _, opt := range opts {
 		if opt == nil {

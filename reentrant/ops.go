@@ -112,7 +112,7 @@ func (r Release) RunOutcome(ctx context.Context, c rueidis.Client) (ReleaseOutco
 	rearm := func() []rueidis.Completed {
 		return []rueidis.Completed{c.B().Pexpire().Key(latch).Milliseconds(r.LatchTTL.Milliseconds()).Build()}
 	}
-	sc, keys, args := r.call()
+	sc, keys, args := r.call(latch)
 	res, acked := r.Sync.runSynced(ctx, c, sc, keys, args, rearm)
 	o, err := parseRelease(res)
 	o.Acked = acked

@@ -142,9 +142,9 @@ func (r AcquireRequest) call(fenced string) (*Script, []string, []string) {
 		[]string{ms(r.Lease), r.Field, known, fenced}
 }
 
-// call returns the script, keys and args of r.
-func (r Release) call() (*Script, []string, []string) {
-	latch := LatchName(r.Name, r.RequestID)
+// call returns the script, keys and args of r, whose latch key
+// (LatchName of its name and request id) the caller has built.
+func (r Release) call(latch string) (*Script, []string, []string) {
 	switch r.Mode {
 	case ModeRead:
 		return ReleaseReadScript,
