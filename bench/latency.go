@@ -30,6 +30,9 @@ type latencyResult struct {
 	// RlockOverScripts is rlock's paired ratio to rlock's scripts sent
 	// raw: what its Client adds to its own scripts.
 	RlockOverScripts float64
+	// RlockOverRedisson is rlock's paired ratio to Redisson's scripts
+	// sent raw: issue 29's measure (at most 1.10).
+	RlockOverRedisson float64
 
 	floorSamples, floorPlSamples, floorGoSamples, rttSamples samples
 }
@@ -183,7 +186,8 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		r.Libs = append(r.Libs, ll)
 		if lib.name == libRlock.name {
 			r.RlockOverScripts = pairedRatio(a.blockP50, accs[4].blockP50)
-			logf("  rlock ÷ rlock's scripts sent raw (paired): %.2f×", r.RlockOverScripts)
+			r.RlockOverRedisson = pairedRatio(a.blockP50, accs[3].blockP50)
+			logf("  rlock ÷ rlock's scripts sent raw (paired): %.2f×; ÷ Redisson's scripts sent raw (paired): %.2f×", r.RlockOverScripts, r.RlockOverRedisson)
 		}
 	}
 	logf("  floor p50 %v, pipelining %v, go-redis %v, PING p50 %v; floor CPU/cycle %v, %v, %v", r.Floor.P50, r.FloorPl.P50, r.FloorGo.P50, r.RTT.P50, r.FloorCPU, r.FloorPlCPU, r.FloorGoCPU)
@@ -199,7 +203,7 @@ func (r *latencyResult) check() error {
 			return fmt.Errorf("latency: %s produced no samples", p.Name)
 		}
 	}
-	if !(r.RlockOverScripts > 0) {
+	if !(r.RlockOverScripts > 0) || !(r.RlockOverRedisson > 0) {
 		return fmt.Errorf("latency: no ratio of rlock to its scripts")
 	}
 	for _, l := range r.Libs {
