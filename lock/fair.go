@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -147,42 +146,6 @@ func (a *acquisition) sleepFair(w *pubsub.Waiter, att outcome, left time.Duratio
 	return err
 }
 
-// joinFair counts a request of a fair acquisition that asks to join the
-// queue, holding the turn: from now on it may be queued, and a pending
-// leave of the field is moot (its place is kept).
-func (l *hold) joinFair(fw *fairWait) {
-	if l.fair == nil {
-		l.fair = &fairPlace{}
-	}
-	if !fw.queued {
-		if l.fair.queued == 0 && !l.fair.leave {
-			// The field's place is new: its timeout in Redis will be
-			// set with this wait, which every request of the field then
-			// sends (a grant lowers the others' timeouts by it, a leave
-			// the ones behind), whatever wait a later goroutine of the
-			// owner asked for.
-			l.fair.wait = fw.wait
-		}
-		fw.queued = true
-		l.fair.queued++
-	}
-	l.fair.leave = false
-}
-
-// leaving reports whether the field must still leave a fair queue; the
-// caller holds the turn.
-func (l *hold) leaving() bool { return l.fair != nil && l.fair.leave }
-
-// leftFair uncounts a fair acquisition that left the queue (acquired: the
-// script took it out), holding the turn.
-func (l *hold) leftFair(fw *fairWait) {
-	if fw != nil && fw.queued {
-		fw.queued = false
-		l.fair.queued--
-		fw.others = l.fair.queued > 0
-	}
-}
-
 // wakeField wakes one other waiting acquisition of field (a goroutine
 // sharing the owner that was just granted): the field left the queue with
 // this grant, so no release will wake it, and its next attempt re-enters
@@ -202,106 +165,4 @@ func (qs *waitQueues) wakeField(ctx context.Context, name, field string, w *pubs
 		w.Pass()
 		qs.closeSub(w)
 	}
-}
-
-// leaveFair takes a fair acquisition that ends without the lock out of
-// the queue: when it was the field's last queued acquisition, after any
-// request of the field that may still run is settled (or it could queue
-// the field again), the field leaves the queue, and holds nobody has (a
-// grant whose answer was lost) are released. It waits at most two command
-// timeouts, and no longer than the caller's ctx and a TryLock's last
-// moment (until, when not zero) allow: what it could not finish then, a
-// settler finishes in the background (R3-8: a fair Lock whose ctx ended
-// while the master did not answer returned two command timeouts late). It
-// reports whether other acquisitions of the field still wait (or may: the
-// turn could not be had), which one of them should be woken for.
-func (l *hold) leaveFair(ctx context.Context, fw *fairWait, until time.Time) (others bool) {
-	if !fw.queued {
-		return fw.others // granted (then given back), or never queued
-	}
-	closing := l.e.closed()
-	if closing || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
-		return l.leaveFairLater(fw, closing)
-	}
-	tctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
-	defer cancel()
-	if err := l.take(tctx, nil, nil); err != nil {
-		l.finishLater(fw)
-		return true
-	}
-	defer l.give()
-	if l.leftLast(fw) {
-		return true
-	}
-	// Within the caller's ctx: each send ends with it (stops.caller).
-	if l.settle(tctx, stops{caller: true}) != nil {
-		l.finishLater(nil)
-		return false
-	}
-	l.releaseStrays(tctx, stops{caller: true})
-	if l.leaveNow(tctx, stops{caller: true}) != nil {
-		l.finishLater(nil)
-	}
-	return false
-}
-
-// leftLast uncounts fw, holding the turn, and, when it was the field's
-// last queued acquisition, records the field's leave as pending; it
-// reports whether others of the field are still queued.
-func (l *hold) leftLast(fw *fairWait) (others bool) {
-	l.leftFair(fw)
-	if l.fair.queued > 0 {
-		return true
-	}
-	l.setLeave(true)
-	return false
-}
-
-// leaveFairLater is leaveFair when the caller's time is up or the Client
-// is closing: nothing is sent now. The acquisition is uncounted and the
-// field's leave recorded as pending, which a settler sends, or Close
-// (closeHold) when it is closing; when the turn is busy, all of it is
-// the settler's.
-func (l *hold) leaveFairLater(fw *fairWait, closing bool) (others bool) {
-	if !l.tryTake() {
-		l.finishLater(fw)
-		return true
-	}
-	defer l.give()
-	if l.leftLast(fw) {
-		return true
-	}
-	if !closing {
-		l.finishLater(nil)
-	}
-	return false
-}
-
-// leaveNow sends the field's pending leave, holding the turn, once no
-// request of it may still run and none of its acquisitions is queued.
-func (l *hold) leaveNow(ctx context.Context, st stops) error {
-	if !l.leaving() || l.fair.queued > 0 || l.unsettled != nil {
-		return nil
-	}
-	lv := reentrant.LeaveFair{Name: l.name, Field: l.field, Wait: l.fair.wait, Publish: l.e.publish}
-	err := l.e.retry(ctx, l.name, "leave fair queue", st, func(actx context.Context) error {
-		_, err := lv.Run(actx, l.e.rc)
-		return err
-	})
-	if err != nil && !errors.Is(err, ErrUnavailable) {
-		// Refused (the script is not the field's to run, an ACL): no
-		// retry would change that; the waiter is pruned at its timeout.
-		err = nil
-	}
-	if err == nil {
-		l.setLeave(false)
-	}
-	return err
-}
-
-// setLeave records (or clears) l's pending leave; the caller holds the
-// turn. Like an unsettled request, it keeps the hold.
-func (l *hold) setLeave(leave bool) {
-	l.fair.leave = leave
-	l.setKeep()
 }

@@ -891,3 +891,618 @@ func (l *hold) setUnsettled(u *request) {
 func (l *hold) setKeep() {
 	l.keep.Store(l.g.Load() != nil || l.unsettled != nil || l.leaving())
 }
+
+// ---- Close's steps on one hold (Client.Close calls them).
+
+// closeHold releases every hold of l for Close, holding its turn, once
+// its Helds have ended (Close ended every generation). Releases stop
+// when ctx ends or when the lock is lost (its lease ran out unanswered):
+// Close never waits longer than the leases of what it holds.
+func (l *hold) closeHold(ctx context.Context) error {
+	if err := l.take(ctx, nil, nil); err != nil {
+		// A call or a settler holds the turn past Close's ctx, its
+		// request in flight: what the request does is theirs to settle
+		// or give back; what stays in Redis expires within its lease.
+		// Its Helds have ended (their generation's context).
+		err = wrapf(err, "close: %q: a request of a call or a settler was still in flight, left to it (a hold left in Redis expires within its lease)", l.name)
+		if lost := l.g.Load().lossErr(); lost != nil {
+			return join(err, lost)
+		}
+		return err
+	}
+	defer l.give()
+	g := l.g.Load()
+	if lost := g.lossErr(); lost != nil {
+		return lost // lost before Close: nothing to release (give applies it)
+	}
+	if err := l.closeSettle(ctx); err != nil {
+		l.endClosed(g)
+		return err
+	}
+	if lost := g.lossErr(); lost != nil {
+		return lost // the settlement found it lost
+	}
+	if g != nil {
+		// No renewal may land after the last release (it would read as
+		// a loss); the entry is still judged.
+		if err := l.e.wd.Begin(ctx, g.entry); err != nil {
+			l.endClosed(g)
+			return err
+		}
+		defer l.e.wd.End(g.entry) // after endClosed's Remove
+	}
+	helds := append([]*Held(nil), l.helds...)
+	for i := len(helds) - 1; i >= 0; i-- {
+		helds[i].finish(ErrClosed) // ended already, by their generation
+	}
+	err := l.closeReleases(ctx, g, helds)
+	l.endClosed(g)
+	return err
+}
+
+// closeSettle settles l's unsettled request for Close and sends a fair
+// queue's place its waiters left, holding the turn, within ctx: each send
+// is Close's own (stops.caller). It returns what is left behind: the
+// request, and the place, which expires by itself within
+// FairLockWaitTimeout.
+func (l *hold) closeSettle(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+	defer cancel()
+	err := l.settle(sctx, stops{caller: true})
+	if err == nil {
+		err = l.leaveNow(sctx, stops{caller: true})
+	}
+	if err != nil && l.leaving() {
+		err = wrapf(err, "left the place of %q in its fair queue (it expires within FairLockWaitTimeout, %v)", l.name, l.e.cfg.FairLockWaitTimeout)
+	}
+	return err
+}
+
+// closeReleases releases what l holds for Close, holding the turn, once
+// its Helds have ended: until the count is 0, ctx ends, or the lease of
+// generation g (nil: strays only) must have run out, which is then
+// reported as the loss the watchdog judged.
+func (l *hold) closeReleases(ctx context.Context, g *gen, helds []*Held) (err error) {
+	bound := 2 * l.e.cfg.CommandTimeout
+	if g != nil {
+		// Releases stop when the lease must have run out: Close never
+		// waits longer than the leases of what it holds.
+		if bound = time.Until(l.e.wd.Deadline(g.entry)); bound <= 0 {
+			// Run out already, and not judged yet (the watchdog is late).
+			l.loseAll(observe.LossLeaseExpired, "its lease ran out before Close could release it")
+		}
+	} // else strays only: nobody's lease bounds their release, so one
+	// attempt's worth of time does; they expire by themselves.
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var notes error // releases that ran unacknowledged or unannounced
+	defer func() { err = join(err, notes) }()
+	for l.count > 0 && err == nil && bound > 0 && g.lossErr() == nil {
+		var note error
+		note, err = l.closeRelease(rctx, helds)
+		notes = join(notes, note)
+	}
+	if lost := g.lossErr(); l.count > 0 && lost != nil {
+		err = join(err, lost) // its lease ran out before Close could release it
+	}
+	return err
+}
+
+// closeRelease sends one of Close's releases of l, holding the turn, and
+// applies its answer. note is what an Unlock would have said of a release
+// that ran: no replica acknowledged it, or it went without its unlock
+// message (P1-77).
+func (l *hold) closeRelease(ctx context.Context, helds []*Held) (note, err error) {
+	r := l.newRelease(l.e.cfg.WatchdogTimeout)
+	start := time.Now()
+	res, note, err := l.e.sendRelease(ctx, r, stops{caller: true}) // within Close's ctx
+	if l.e.obs != nil && l.e.obs.Release != nil && len(helds) > 0 {
+		h := helds[len(helds)-1]
+		l.e.obs.Release(ctx, observe.Release{Name: l.name, Addr: l.e.at(l.name), Owner: h.owner, Released: err == nil && res == reentrant.Released,
+			HeldFor: start.Sub(h.at), Duration: time.Since(start), Closed: true, Err: err})
+	}
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			l.requestLost(r.RequestID, start, err)
+		}
+		return nil, err
+	}
+	if res == reentrant.StillHeld {
+		l.count = max(l.count-1, 1)
+	} else {
+		l.count = 0
+	}
+	return note, nil
+}
+
+// endClosed ends generation g (nil: none) for Close, holding the turn,
+// if it is still l's: its Helds ended already.
+func (l *hold) endClosed(g *gen) {
+	if g != nil && l.g.Load() == g {
+		l.endGen(g)
+	}
+}
+
+// ---- The fair lock's place in its queue (fairPlace).
+
+// joinFair counts a request of a fair acquisition that asks to join the
+// queue, holding the turn: from now on it may be queued, and a pending
+// leave of the field is moot (its place is kept).
+func (l *hold) joinFair(fw *fairWait) {
+	if l.fair == nil {
+		l.fair = &fairPlace{}
+	}
+	if !fw.queued {
+		if l.fair.queued == 0 && !l.fair.leave {
+			// The field's place is new: its timeout in Redis will be
+			// set with this wait, which every request of the field then
+			// sends (a grant lowers the others' timeouts by it, a leave
+			// the ones behind), whatever wait a later goroutine of the
+			// owner asked for.
+			l.fair.wait = fw.wait
+		}
+		fw.queued = true
+		l.fair.queued++
+	}
+	l.fair.leave = false
+}
+
+// leaving reports whether the field must still leave a fair queue; the
+// caller holds the turn.
+func (l *hold) leaving() bool { return l.fair != nil && l.fair.leave }
+
+// leftFair uncounts a fair acquisition that left the queue (acquired: the
+// script took it out), holding the turn.
+func (l *hold) leftFair(fw *fairWait) {
+	if fw != nil && fw.queued {
+		fw.queued = false
+		l.fair.queued--
+		fw.others = l.fair.queued > 0
+	}
+}
+
+// leaveFair takes a fair acquisition that ends without the lock out of
+// the queue: when it was the field's last queued acquisition, after any
+// request of the field that may still run is settled (or it could queue
+// the field again), the field leaves the queue, and holds nobody has (a
+// grant whose answer was lost) are released. It waits at most two command
+// timeouts, and no longer than the caller's ctx and a TryLock's last
+// moment (until, when not zero) allow: what it could not finish then, a
+// settler finishes in the background (R3-8: a fair Lock whose ctx ended
+// while the master did not answer returned two command timeouts late). It
+// reports whether other acquisitions of the field still wait (or may: the
+// turn could not be had), which one of them should be woken for.
+func (l *hold) leaveFair(ctx context.Context, fw *fairWait, until time.Time) (others bool) {
+	if !fw.queued {
+		return fw.others // granted (then given back), or never queued
+	}
+	closing := l.e.closed()
+	if closing || ctx.Err() != nil || (!until.IsZero() && !time.Now().Before(until)) {
+		return l.leaveFairLater(fw, closing)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+	defer cancel()
+	if err := l.take(tctx, nil, nil); err != nil {
+		l.finishLater(fw)
+		return true
+	}
+	defer l.give()
+	if l.leftLast(fw) {
+		return true
+	}
+	// Within the caller's ctx: each send ends with it (stops.caller).
+	if l.settle(tctx, stops{caller: true}) != nil {
+		l.finishLater(nil)
+		return false
+	}
+	l.releaseStrays(tctx, stops{caller: true})
+	if l.leaveNow(tctx, stops{caller: true}) != nil {
+		l.finishLater(nil)
+	}
+	return false
+}
+
+// leftLast uncounts fw, holding the turn, and, when it was the field's
+// last queued acquisition, records the field's leave as pending; it
+// reports whether others of the field are still queued.
+func (l *hold) leftLast(fw *fairWait) (others bool) {
+	l.leftFair(fw)
+	if l.fair.queued > 0 {
+		return true
+	}
+	l.setLeave(true)
+	return false
+}
+
+// leaveFairLater is leaveFair when the caller's time is up or the Client
+// is closing: nothing is sent now. The acquisition is uncounted and the
+// field's leave recorded as pending, which a settler sends, or Close
+// (closeHold) when it is closing; when the turn is busy, all of it is
+// the settler's.
+func (l *hold) leaveFairLater(fw *fairWait, closing bool) (others bool) {
+	if !l.tryTake() {
+		l.finishLater(fw)
+		return true
+	}
+	defer l.give()
+	if l.leftLast(fw) {
+		return true
+	}
+	if !closing {
+		l.finishLater(nil)
+	}
+	return false
+}
+
+// leaveNow sends the field's pending leave, holding the turn, once no
+// request of it may still run and none of its acquisitions is queued.
+func (l *hold) leaveNow(ctx context.Context, st stops) error {
+	if !l.leaving() || l.fair.queued > 0 || l.unsettled != nil {
+		return nil
+	}
+	lv := reentrant.LeaveFair{Name: l.name, Field: l.field, Wait: l.fair.wait, Publish: l.e.publish}
+	err := l.e.retry(ctx, l.name, "leave fair queue", st, func(actx context.Context) error {
+		_, err := lv.Run(actx, l.e.rc)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrUnavailable) {
+		// Refused (the script is not the field's to run, an ACL): no
+		// retry would change that; the waiter is pruned at its timeout.
+		err = nil
+	}
+	if err == nil {
+		l.setLeave(false)
+	}
+	return err
+}
+
+// setLeave records (or clears) l's pending leave; the caller holds the
+// turn. Like an unsettled request, it keeps the hold.
+func (l *hold) setLeave(leave bool) {
+	l.fair.leave = leave
+	l.setKeep()
+}
+
+// ---- A Held's release (Held.Unlock and Client.unlock call them).
+
+// takeForUnlock takes l's turn for a release of h, waiting until ctx
+// ends, the Client closes or h ends; it reports whether it took it, and
+// otherwise Unlock's error (nil when h ended plainly meanwhile). The
+// hold's context (and its channel) is made only when the turn is busy and
+// its end must be able to stop the wait.
+func (l *hold) takeForUnlock(ctx context.Context, h *Held) (bool, error) {
+	if l.tryTake() {
+		return true, nil
+	}
+	err := l.take(ctx, l.e.done, h.ending())
+	if errors.Is(err, errLostWhileWaiting) {
+		if done, _ := h.ended(); !done {
+			// Given up by a concurrent Unlock meanwhile (giveUp), not
+			// ended: wait for its outcome as any second Unlock does.
+			err = l.take(ctx, l.e.done, h.ending())
+		}
+	}
+	if err == nil {
+		return true, nil
+	}
+	if done, herr := h.ended(); done {
+		return false, herr
+	}
+	if errors.Is(err, ErrClosed) {
+		return false, ErrClosed // Close releases it
+	}
+	return false, wrapf(err, "unlock of %q not sent: another operation of its owner is in flight", l.name)
+}
+
+// unconfirmed handles a release of h that got no answer (err), holding
+// the turn, and returns Unlock's error. A refusal by the server changed
+// nothing. Otherwise the release may still run: it is recorded for the
+// settler, which finds out what it did and completes it; meanwhile the
+// hold is not renewed if it was the last. Its context ends now (giveUp),
+// with the returned error as its cause; the Held itself ends when the
+// settler is done: plainly, or with a LostError if the lock was lost first
+// (or its lease is judged run out before an answer).
+func (l *hold) unconfirmed(h *Held, u *request, err error) error {
+	if !errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	l.releaseLost(u.id, u.release, u.sent, err)
+	defer l.settleLater()
+	if done, herr := h.ended(); done {
+		return join(herr, ErrUnavailable)
+	}
+	if g := l.current(); l.count <= 1 && g != nil {
+		if h.renew {
+			h.renew = false
+			l.renewing--
+		}
+		l.e.wd.SetRenew(g.entry, l.renewing > 0)
+	}
+	err = wrapf(err, "unlock of %q unconfirmed (it is completed in the background; the hold's context has ended)", l.name)
+	h.giveUp(err)
+	return err
+}
+
+// partialLease is the lease a partial release of h sends: leaseAfter,
+// and at least what the watchdog believes the hold's key has left. A
+// read lock's release sets the remaining holds' timeout keys, and so the
+// hash, to it: it must not cut them below the deadline by which the
+// watchdog would judge a loss, or another owner could be granted while a
+// Held of this one is live. (A plain release never shortens the key.)
+func (l *hold) partialLease(h *Held) time.Duration {
+	g := l.current()
+	lease := l.leaseAfter(h)
+	if g != nil {
+		if left := time.Until(l.e.wd.Deadline(g.entry)); left > lease {
+			lease = left.Truncate(time.Millisecond) + time.Millisecond
+		}
+	}
+	return lease
+}
+
+// leaseAfter is the lease a partial release of h sets (never shortening
+// the key's expiry): the longest among the other live holds. Holding
+// the turn.
+func (l *hold) leaseAfter(h *Held) time.Duration {
+	lease := time.Duration(0)
+	for _, o := range l.helds {
+		if o != h {
+			lease = max(lease, o.lease)
+		}
+	}
+	if lease == 0 {
+		lease = l.e.cfg.WatchdogTimeout
+	}
+	return lease
+}
+
+// releaseAnswered applies a release's answer for h, holding the turn.
+func (l *hold) releaseAnswered(ctx context.Context, h *Held, res reentrant.ReleaseResult) {
+	switch res {
+	case reentrant.StillHeld:
+		l.count = max(l.count-1, 1) // a hold remains in Redis, known or not
+		if l.endHeld(h, nil) == 0 && l.count > 0 {
+			rctx, cancel := l.e.releaseCtx(ctx, l.name)
+			l.releaseStrays(rctx, stops{caller: true})
+			cancel()
+		}
+	case reentrant.Released:
+		l.count = 0
+		l.e.kick(l.p.channel(l.name))
+		if l.endHeld(h, nil) > 0 {
+			l.loseAll(observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
+		}
+	default:
+		l.count = 0
+		l.loseAll(observe.LossNotHeld, "release found the lock no longer held")
+	}
+}
+
+// endHeld ends h with cause and returns how many live holds remain; the
+// last one ends the generation, and the watchdog's tracking with it.
+// Holding the turn.
+func (l *hold) endHeld(h *Held, cause error) int {
+	g := l.current()
+	if g == nil {
+		h.finish(cause) // lost (its generation ended it) or never live
+		return 0
+	}
+	before := len(l.helds)
+	l.helds = without(l.helds, h)
+	if len(l.helds) < before && h.renew {
+		l.renewing--
+	}
+	n := len(l.helds)
+	h.finish(cause)
+	if n == 0 {
+		l.endGen(g)
+	} else {
+		l.e.wd.SetRenew(g.entry, l.renewing > 0)
+	}
+	return n
+}
+
+// ---- The request a release of this hold's kind sends.
+
+// newRelease is a release of one of l's holds, by the protocol of l's
+// last acquisition; the caller holds l's turn.
+func (l *hold) newRelease(lease time.Duration) reentrant.Release {
+	return reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
+		RequestID: reentrant.NewRequestID(), Publish: l.p.publish(l.e.publish), LatchTTL: l.e.recordTTL(), Mode: l.p.mode}
+}
+
+// ---- An acquisition's steps (Mutex.attempt and request call them).
+
+// live reports whether l's owner holds the lock, as far as this Client
+// knows; holding the turn.
+func (l *hold) live() bool { return l.current() != nil }
+
+// before orders what must precede an acquire of l's field, holding the
+// turn: an earlier request's fate, for as long as one command may take
+// (an outage is the caller's to ride out, not this attempt's); and, for a
+// new acquisition (no live Held), every renewal of the field the watchdog
+// gave up on, within ctx: landing after this acquire, it would stretch
+// its lease (R3-6).
+func (l *hold) before(ctx context.Context) error {
+	if l.unsettled != nil { // (no timer for the common case)
+		sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+		err := l.settle(sctx, stops{a: l.e.done, caller: true})
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	if !l.e.wd.Straying() || l.live() {
+		return nil
+	}
+	if err := l.e.wd.Quiet(ctx, l.name, l.field); err != nil {
+		return masterErr(l.e.at(l.name), "acquire", fmt.Errorf("%w: a renewal of this owner's earlier hold is still unanswered: %w", ErrUnavailable, err))
+	}
+	return nil
+}
+
+// dropOtherKind resolves, holding the turn, what l's field left as another
+// kind of lock before it is acquired as a new kind: its unsettled request
+// is settled, and its strays (holds nobody has) are released, with their
+// own kind's scripts, since the new kind's would count them as its own.
+// The field keeps its kind while anything is left: that is an error.
+func (l *hold) retire(ctx context.Context) error {
+	if l.unsettled == nil && l.count == 0 {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout+l.e.syncExtra())
+	defer cancel()
+	if err := l.settle(sctx, stops{a: l.e.done, caller: true}); err != nil {
+		l.settleLater()
+		return err
+	}
+	l.releaseStrays(sctx, stops{caller: true})
+	if l.unsettled != nil || l.count > 0 {
+		return masterErr(l.e.at(l.name), "acquire", fmt.Errorf("%w: holds this owner took as a %s lock are still in Redis and could not be released yet", ErrUnavailable, l.p.mode))
+	}
+	return nil
+}
+
+// fence settles an acquire answered after it was sent more than once,
+// holding the turn: a copy given up on may still be in the network, and
+// would otherwise run later as a request of its own (after a release: a
+// hold nobody knows of, keeping everyone out for a lease). Settled, such a
+// copy finds its record and changes nothing. A lost answer leaves it to a
+// settler, before any later request of the field.
+func (l *hold) fence(ctx context.Context, id string, sent time.Time) {
+	l.requestLost(id, sent, nil)
+	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+	err := l.settle(sctx, stops{a: l.e.done, caller: true})
+	cancel()
+	if err != nil && l.unsettled != nil {
+		l.settleLater()
+	}
+}
+
+// unwanted gives back the hold an acquire just added when its caller
+// asked for no more (ctx ended, the Client closing) or its answer came
+// too late to be used, before anyone else can act on this field. It
+// returns the call's error, or nil when a late answer is to be tried
+// again.
+func (l *hold) unwanted(ctx context.Context, keep time.Duration) error {
+	gerr := l.giveBack(ctx, keep)
+	switch {
+	case l.e.closed():
+		return join(ErrClosed, gerr)
+	case ctx.Err() != nil:
+		// A give-back cut by the same ctx (or never sent) is a
+		// settler's, not the caller's error; a refusal (ErrAuth) is.
+		if errors.Is(gerr, ErrUnavailable) {
+			gerr = nil
+		}
+		return join(ErrNotAcquired, context.Cause(ctx), gerr)
+	case gerr != nil:
+		return join(ErrNotAcquired, gerr)
+	}
+	return nil
+}
+
+// known is the count an acquire tells the script the field has, holding
+// the turn. With no live Held, holds Redis still counts (an acquire that
+// ran after its caller gave up, settled since) belong to nobody: one is
+// adopted by this acquisition — told the script as "one less", which it
+// answers as this request's own hold, without adding one — and more are
+// releaseAnswered first. So the count stays that of the live Helds. A fenced
+// acquisition adopts nothing (it must take a token of its own): it
+// releases every stray first.
+func (l *hold) known(ctx context.Context, fenced bool) int {
+	if l.count == 0 || l.live() {
+		return l.count
+	}
+	if l.count > 1 || fenced {
+		rctx, cancel := l.e.releaseCtx(ctx, l.name)
+		l.releaseStrays(rctx, stops{caller: true})
+		cancel()
+		if l.count != 1 || l.unsettled != nil || fenced {
+			return l.count
+		}
+	}
+	return l.count - 1
+}
+
+// born makes the Held of an acquisition, holding the turn, and has the
+// watchdog track it: a new generation (and entry) for a first hold, the
+// same one for a re-entry. It returns nil once Close has begun: the grant
+// is then the caller's to give back. A Held is either among those Close
+// ends (its generation's) or never born.
+func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
+	if l.e.closed() {
+		return nil
+	}
+	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
+		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
+	g := l.current()
+	l.helds = append(l.helds, held)
+	if held.renew {
+		l.renewing++
+	}
+	renew := l.renewing > 0
+	if g == nil {
+		g = l.newGen(held, reentrant.Hold{Name: l.name, Field: l.field, Read: o.p.shared()}, lease, renew, sent)
+	} else {
+		l.e.wd.Extend(g.entry, lease, sent)
+		l.e.wd.SetRenew(g.entry, renew)
+	}
+	held.g = g
+	if l.e.ending.Load() || !g.live() {
+		// Close ended the generations since the check above (its ctx
+		// ended while this call held the turn), or is about to: never
+		// born. (Close sets ending, then reads every hold's generation;
+		// born stores the generation, then reads ending: one of them
+		// sees the other.) Or a loss was judged since current.
+		l.endHeld(held, ErrClosed)
+		return nil
+	}
+	return held
+}
+
+// giveBack releases the hold an acquire just added, holding the turn: a
+// Lock whose ctx ended (or whose Client closed) while its request was in
+// flight. A lost answer leaves the release unsettled, for a settler.
+// An earlier copy of the acquire that may still run (its fence was not
+// answered) is settled first, as before any later request of the field:
+// releaseAnswered before that, the copy could run afterwards and take a hold, or
+// (a fair lock) queue the field, that nobody has. When it cannot be
+// settled now, the grant is left to the settler, which settles and then
+// releases it as a hold nobody has. keep, when not zero, is the fair wait
+// of a grant tried again at once: a fair lock's field then heads its
+// queue again instead of waking the next waiter (reentrant.Release's
+// KeepPlace; other kinds' scripts have no queue to keep).
+func (l *hold) giveBack(ctx context.Context, keep time.Duration) error {
+	if l.unsettled != nil {
+		sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
+		err := l.settle(sctx, stops{a: l.e.done, caller: true})
+		cancel()
+		if err != nil {
+			l.settleLater()
+			return err
+		}
+	}
+	r := l.newRelease(l.e.cfg.WatchdogTimeout)
+	r.KeepPlace = keep
+	sent := time.Now()
+	// Within the caller's ctx, which may have ended already: a release
+	// it cuts (or never lets out) is recorded as unsettled, and the
+	// settler settles it and releases the grant as a hold nobody has.
+	rctx, cancel := l.e.releaseCtx(ctx, l.name)
+	defer cancel()
+	res, _, err := l.e.sendRelease(rctx, r, stops{caller: true})
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			l.requestLost(r.RequestID, sent, err)
+			l.settleLater()
+		}
+		return err
+	}
+	if res == reentrant.StillHeld {
+		l.count = max(l.count-1, 1)
+	} else {
+		l.count = 0
+	}
+	return nil
+}

@@ -99,13 +99,6 @@ func (p *protocol) publish(cmd string) string {
 	return cmd
 }
 
-// newRelease is a release of one of l's holds, by the protocol of l's
-// last acquisition; the caller holds l's turn.
-func (l *hold) newRelease(lease time.Duration) reentrant.Release {
-	return reentrant.Release{Name: l.name, Field: l.field, Lease: lease,
-		RequestID: reentrant.NewRequestID(), Publish: l.p.publish(l.e.publish), LatchTTL: l.e.recordTTL(), Mode: l.p.mode}
-}
-
 // acquire runs acquisition a as p's waiters wait: at once for a re-entry
 // or a TryLock that does not wait, else in p's way.
 func (p *protocol) acquire(a *acquisition) (*Held, error) {

@@ -420,10 +420,6 @@ func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, 
 	return w, reason, err
 }
 
-// live reports whether l's owner holds the lock, as far as this Client
-// knows; holding the turn.
-func (l *hold) live() bool { return l.current() != nil }
-
 // awaitHead waits until mb heads its queue, ctx ends, the Client closes
 // or the deadline (if any) passes.
 func (m *Mutex) awaitHead(ctx context.Context, mb *line.Member, deadline time.Time, ttl time.Duration) error {
@@ -609,52 +605,6 @@ func (m *Mutex) attempt(ctx context.Context, l *hold, owner uint64, o options) (
 	}
 }
 
-// before orders what must precede an acquire of l's field, holding the
-// turn: an earlier request's fate, for as long as one command may take
-// (an outage is the caller's to ride out, not this attempt's); and, for a
-// new acquisition (no live Held), every renewal of the field the watchdog
-// gave up on, within ctx: landing after this acquire, it would stretch
-// its lease (R3-6).
-func (l *hold) before(ctx context.Context) error {
-	if l.unsettled != nil { // (no timer for the common case)
-		sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
-		err := l.settle(sctx, stops{a: l.e.done, caller: true})
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-	if !l.e.wd.Straying() || l.live() {
-		return nil
-	}
-	if err := l.e.wd.Quiet(ctx, l.name, l.field); err != nil {
-		return masterErr(l.e.at(l.name), "acquire", fmt.Errorf("%w: a renewal of this owner's earlier hold is still unanswered: %w", ErrUnavailable, err))
-	}
-	return nil
-}
-
-// dropOtherKind resolves, holding the turn, what l's field left as another
-// kind of lock before it is acquired as a new kind: its unsettled request
-// is settled, and its strays (holds nobody has) are released, with their
-// own kind's scripts, since the new kind's would count them as its own.
-// The field keeps its kind while anything is left: that is an error.
-func (l *hold) retire(ctx context.Context) error {
-	if l.unsettled == nil && l.count == 0 {
-		return nil
-	}
-	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout+l.e.syncExtra())
-	defer cancel()
-	if err := l.settle(sctx, stops{a: l.e.done, caller: true}); err != nil {
-		l.settleLater()
-		return err
-	}
-	l.releaseStrays(sctx, stops{caller: true})
-	if l.unsettled != nil || l.count > 0 {
-		return masterErr(l.e.at(l.name), "acquire", fmt.Errorf("%w: holds this owner took as a %s lock are still in Redis and could not be released yet", ErrUnavailable, l.p.mode))
-	}
-	return nil
-}
-
 // request sends one acquire request of attempt, holding the turn, and
 // applies its answer; again reports that attempt must send a new one
 // (holds were found lost, or a grant was given back: it came too late, or
@@ -788,45 +738,6 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 	return res, sends, join(ErrNotAcquired, err, context.Cause(ctx))
 }
 
-// fence settles an acquire answered after it was sent more than once,
-// holding the turn: a copy given up on may still be in the network, and
-// would otherwise run later as a request of its own (after a release: a
-// hold nobody knows of, keeping everyone out for a lease). Settled, such a
-// copy finds its record and changes nothing. A lost answer leaves it to a
-// settler, before any later request of the field.
-func (l *hold) fence(ctx context.Context, id string, sent time.Time) {
-	l.requestLost(id, sent, nil)
-	sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
-	err := l.settle(sctx, stops{a: l.e.done, caller: true})
-	cancel()
-	if err != nil && l.unsettled != nil {
-		l.settleLater()
-	}
-}
-
-// unwanted gives back the hold an acquire just added when its caller
-// asked for no more (ctx ended, the Client closing) or its answer came
-// too late to be used, before anyone else can act on this field. It
-// returns the call's error, or nil when a late answer is to be tried
-// again.
-func (l *hold) unwanted(ctx context.Context, keep time.Duration) error {
-	gerr := l.giveBack(ctx, keep)
-	switch {
-	case l.e.closed():
-		return join(ErrClosed, gerr)
-	case ctx.Err() != nil:
-		// A give-back cut by the same ctx (or never sent) is a
-		// settler's, not the caller's error; a refusal (ErrAuth) is.
-		if errors.Is(gerr, ErrUnavailable) {
-			gerr = nil
-		}
-		return join(ErrNotAcquired, context.Cause(ctx), gerr)
-	case gerr != nil:
-		return join(ErrNotAcquired, gerr)
-	}
-	return nil
-}
-
 // prepare returns what an acquire of l goes out with, holding the turn:
 // its replica sync, and the count it tells the script (known). It fails
 // when known's release of holds nobody has got no answer (the caller's
@@ -845,111 +756,6 @@ func (m *Mutex) prepare(ctx context.Context, l *hold, fenced bool) (reentrant.Sy
 	}
 	err = masterErr(m.c.route.errAt(m.name), "acquire", fmt.Errorf("%w: a release of this owner's holds nobody has is unanswered", ErrUnavailable))
 	return s, 0, join(ErrNotAcquired, err, context.Cause(ctx))
-}
-
-// known is the count an acquire tells the script the field has, holding
-// the turn. With no live Held, holds Redis still counts (an acquire that
-// ran after its caller gave up, settled since) belong to nobody: one is
-// adopted by this acquisition — told the script as "one less", which it
-// answers as this request's own hold, without adding one — and more are
-// releaseAnswered first. So the count stays that of the live Helds. A fenced
-// acquisition adopts nothing (it must take a token of its own): it
-// releases every stray first.
-func (l *hold) known(ctx context.Context, fenced bool) int {
-	if l.count == 0 || l.live() {
-		return l.count
-	}
-	if l.count > 1 || fenced {
-		rctx, cancel := l.e.releaseCtx(ctx, l.name)
-		l.releaseStrays(rctx, stops{caller: true})
-		cancel()
-		if l.count != 1 || l.unsettled != nil || fenced {
-			return l.count
-		}
-	}
-	return l.count - 1
-}
-
-// born makes the Held of an acquisition, holding the turn, and has the
-// watchdog track it: a new generation (and entry) for a first hold, the
-// same one for a re-entry. It returns nil once Close has begun: the grant
-// is then the caller's to give back. A Held is either among those Close
-// ends (its generation's) or never born.
-func (l *hold) born(ctx context.Context, c *Client, owner uint64, o options, lease time.Duration, sent time.Time, res reentrant.AcquireResult) *Held {
-	if l.e.closed() {
-		return nil
-	}
-	held := &Held{c: c, l: l, ctx: ctx, owner: owner, at: sent, fence: res.Token,
-		reentry: res.Count > 1, renew: o.lease == 0, lease: lease}
-	g := l.current()
-	l.helds = append(l.helds, held)
-	if held.renew {
-		l.renewing++
-	}
-	renew := l.renewing > 0
-	if g == nil {
-		g = l.newGen(held, reentrant.Hold{Name: l.name, Field: l.field, Read: o.p.shared()}, lease, renew, sent)
-	} else {
-		l.e.wd.Extend(g.entry, lease, sent)
-		l.e.wd.SetRenew(g.entry, renew)
-	}
-	held.g = g
-	if l.e.ending.Load() || !g.live() {
-		// Close ended the generations since the check above (its ctx
-		// ended while this call held the turn), or is about to: never
-		// born. (Close sets ending, then reads every hold's generation;
-		// born stores the generation, then reads ending: one of them
-		// sees the other.) Or a loss was judged since current.
-		l.endHeld(held, ErrClosed)
-		return nil
-	}
-	return held
-}
-
-// giveBack releases the hold an acquire just added, holding the turn: a
-// Lock whose ctx ended (or whose Client closed) while its request was in
-// flight. A lost answer leaves the release unsettled, for a settler.
-// An earlier copy of the acquire that may still run (its fence was not
-// answered) is settled first, as before any later request of the field:
-// releaseAnswered before that, the copy could run afterwards and take a hold, or
-// (a fair lock) queue the field, that nobody has. When it cannot be
-// settled now, the grant is left to the settler, which settles and then
-// releases it as a hold nobody has. keep, when not zero, is the fair wait
-// of a grant tried again at once: a fair lock's field then heads its
-// queue again instead of waking the next waiter (reentrant.Release's
-// KeepPlace; other kinds' scripts have no queue to keep).
-func (l *hold) giveBack(ctx context.Context, keep time.Duration) error {
-	if l.unsettled != nil {
-		sctx, cancel := context.WithTimeout(ctx, 2*l.e.cfg.CommandTimeout)
-		err := l.settle(sctx, stops{a: l.e.done, caller: true})
-		cancel()
-		if err != nil {
-			l.settleLater()
-			return err
-		}
-	}
-	r := l.newRelease(l.e.cfg.WatchdogTimeout)
-	r.KeepPlace = keep
-	sent := time.Now()
-	// Within the caller's ctx, which may have ended already: a release
-	// it cuts (or never lets out) is recorded as unsettled, and the
-	// settler settles it and releases the grant as a hold nobody has.
-	rctx, cancel := l.e.releaseCtx(ctx, l.name)
-	defer cancel()
-	res, _, err := l.e.sendRelease(rctx, r, stops{caller: true})
-	if err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			l.requestLost(r.RequestID, sent, err)
-			l.settleLater()
-		}
-		return err
-	}
-	if res == reentrant.StillHeld {
-		l.count = max(l.count-1, 1)
-	} else {
-		l.count = 0
-	}
-	return nil
 }
 
 // isClosed reports whether Close has begun.

@@ -101,6 +101,31 @@ func TestClientMethodSet(t *testing.T) {
 	}
 }
 
+// TestHoldIsOneFile checks that the hold, the state machine of one
+// (lock name, holder field, layout), is one file: every method of *hold
+// is declared in hold.go (with the types only it uses: gen, fairPlace).
+func TestHoldIsOneFile(t *testing.T) {
+	_, files := sourceFiles(t)
+	for name, f := range files {
+		if name == "hold.go" {
+			continue
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 {
+				continue
+			}
+			typ := fd.Recv.List[0].Type
+			if s, ok := typ.(*ast.StarExpr); ok {
+				typ = s.X
+			}
+			if id, ok := typ.(*ast.Ident); ok && id.Name == "hold" {
+				t.Errorf("%s: method %s of *hold outside hold.go (docs/design.md: the hold is one file)", name, fd.Name.Name)
+			}
+		}
+	}
+}
+
 // kindBranches lists the places outside kind.go where a condition (an
 // if, a switch or its cases, a comparison) asks which kind a lock is: a
 // protocol's field or a protocol value.
