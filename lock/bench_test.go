@@ -34,6 +34,25 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 }
 
+// BenchmarkLockUnlockCancellable is BenchmarkLockUnlock with a ctx that
+// can be cancelled (as a server's request ctx): each send is then armed
+// so that a cancellation cuts it (bounded.go, Cancellations).
+func BenchmarkLockUnlockCancellable(b *testing.B) {
+	c := newClient(b, lock.Config{Addrs: []string{shared.DirectAddr()}})
+	m := c.Mutex(name(b))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for b.Loop() {
+		h, err := m.TryLock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRawEvalsha is the floor: two round trips of a trivial script
 // by EVALSHA on one rueidis client.
 func BenchmarkRawEvalsha(b *testing.B) {

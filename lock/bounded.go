@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,26 @@ import (
 // Owner: the Client; the wrapper and its tracker are made in newClient
 // and never change. Guard: atomics.
 
+// Cancellations. rueidis sends a request alone on its connection on the
+// caller's goroutine and bounds the wait for its reply by the ctx's
+// deadline alone, set as the connection's deadline (SetDeadline, just
+// before the write); it never looks at a cancellation there. So a caller's
+// send whose ctx can be cancelled (sendCtx.watchable) is armed while it
+// is sent directly: it is registered by its deadline (made unique to the
+// nanosecond), and the connection whose SetDeadline names that deadline
+// is the one that awaits its reply (shakingConn.cur), until the first
+// bytes of a reply are read. When the caller's ctx ends meanwhile, that
+// connection's read deadline is set to now: rueidis's read returns a
+// timeout, it closes the connection, and the caller gets the send's
+// deadline error at once, which the code that sent the request reads as
+// a lost answer (its outcome unknown: recorded and settled, as for a
+// deadline). Nothing else is ever cut: a connection awaits at most one
+// direct request at a time, and a cut that comes after the reply began,
+// or after another request set the connection's deadline, does nothing.
+// When rueidis shortens the deadline (its ConnWriteTimeout) no connection
+// names it, and the send is bounded by that deadline, as before. Only New's
+// connections are tracked; a Client of FromClient keeps that bound.
+
 // dials tracks when a connection of a Client may be in the making.
 type dials struct {
 	inflight atomic.Int64 // dials started and not ended
@@ -62,6 +83,54 @@ type dials struct {
 	faultUntil atomic.Int64
 	hello      time.Duration // how long a handshake may take after its dial
 	fault      time.Duration // how long after a failed request a connection may be re-made
+
+	// tracked: the connections are dial's (a Client of New), so a
+	// caller's cancellation can cut the read of its reply.
+	tracked bool
+	armed   atomic.Int64 // sends registered in sends
+	smu     sync.Mutex
+	sends   map[int64]*sendCtx // armed sends by deadline (Unix ns); guarded by smu
+}
+
+// arm registers s, a caller's send about to go out directly, so that the
+// connection that awaits its reply can be cut when the caller's ctx
+// ends; disarm undoes it once the send returned. s's deadline moves
+// earlier by a few nanoseconds if another armed send has the same.
+func (d *dials) arm(s *sendCtx) {
+	d.smu.Lock()
+	if d.sends == nil {
+		d.sends = map[int64]*sendCtx{}
+	}
+	k := s.dl.UnixNano()
+	for d.sends[k] != nil {
+		s.dl = s.dl.Add(-time.Nanosecond)
+		k--
+	}
+	d.sends[k] = s
+	d.armed.Add(1)
+	d.smu.Unlock()
+	s.watchCut()
+}
+
+func (d *dials) disarm(s *sendCtx) {
+	c := s.unwatchCut()
+	if c != nil {
+		c.release(s)
+	}
+	d.smu.Lock()
+	delete(d.sends, s.dl.UnixNano())
+	d.armed.Add(-1)
+	d.smu.Unlock()
+}
+
+// sendAt is the armed send whose deadline is t, or nil.
+func (d *dials) sendAt(t time.Time) *sendCtx {
+	if t.IsZero() || d.armed.Load() == 0 {
+		return nil
+	}
+	d.smu.Lock()
+	defer d.smu.Unlock()
+	return d.sends[t.UnixNano()]
 }
 
 // making reports whether a request sent now may wait for a connection
@@ -113,11 +182,50 @@ func (d *dials) dial(ctx context.Context, dst string, nd *net.Dialer, cfg *tls.C
 }
 
 // shakingConn is a connection dialled by dials.dial: counted as shaking
-// until its first read returns or it is closed.
+// until its first read returns or it is closed; and the armed send whose
+// reply it awaits, if any (Cancellations, above).
 type shakingConn struct {
 	net.Conn
 	d    *dials
 	done atomic.Bool
+
+	mu  sync.Mutex // orders cur's changes and a cut's deadline
+	cur atomic.Pointer[sendCtx]
+}
+
+// SetDeadline implements net.Conn: rueidis sets a request's deadline just
+// before it writes a request alone on the connection; the armed send with
+// that deadline, if any, is the one whose reply the connection now
+// awaits (a deadline of now if its caller's ctx has already ended).
+func (c *shakingConn) SetDeadline(t time.Time) error {
+	s := c.d.sendAt(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s == nil && c.cur.Load() == nil {
+		return c.Conn.SetDeadline(t)
+	}
+	c.cur.Store(s)
+	if s != nil && s.attach(c) {
+		t = time.Now()
+	}
+	return c.Conn.SetDeadline(t)
+}
+
+// cut sets the read deadline to now when the connection still awaits s's
+// reply, none of which has been read.
+func (c *shakingConn) cut(s *sendCtx) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur.Load() == s {
+		_ = c.Conn.SetReadDeadline(time.Now())
+	}
+}
+
+// release forgets s, whose send returned.
+func (c *shakingConn) release(s *sendCtx) {
+	c.mu.Lock()
+	c.cur.CompareAndSwap(s, nil)
+	c.mu.Unlock()
 }
 
 func (c *shakingConn) shaken() {
@@ -130,6 +238,12 @@ func (c *shakingConn) shaken() {
 func (c *shakingConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	c.shaken()
+	if n > 0 && c.cur.Load() != nil {
+		// A reply has begun: no cut from now on.
+		c.mu.Lock()
+		c.cur.Store(nil)
+		c.mu.Unlock()
+	}
 	return n, err
 }
 
@@ -202,7 +316,25 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 	if end := b.ends(ctx); end != nil { // the closure only here: none on the hot path
 		return handOff(b, ctx, end, func() rueidis.RedisResult { return b.do(ctx, cmd) }, rueidis.NewErrorResult)
 	}
+	if s := b.armable(ctx); s != nil {
+		b.d.arm(s)
+		r := b.do(ctx, cmd)
+		b.d.disarm(s)
+		return r
+	}
 	return b.do(ctx, cmd)
+}
+
+// armable is ctx as a send to arm (Cancellations), or nil: a caller's send
+// whose ctx can be cancelled, on a Client whose connections are tracked.
+func (b *boundRC) armable(ctx context.Context) *sendCtx {
+	if b.lend == nil || !b.d.tracked {
+		return nil
+	}
+	if s, ok := ctx.(*sendCtx); ok && s.watchable() {
+		return s
+	}
+	return nil
 }
 
 func (b *boundRC) do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
@@ -219,6 +351,12 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 	if end := b.ends(ctx); end != nil {
 		return handOff(b, ctx, end, func() []rueidis.RedisResult { return b.sawAll(b.Client.DoMulti(ctx, multi...)) },
 			func(err error) []rueidis.RedisResult { return errResults(err, len(multi)) })
+	}
+	if s := b.armable(ctx); s != nil {
+		b.d.arm(s)
+		rs := b.sawAll(b.Client.DoMulti(ctx, multi...))
+		b.d.disarm(s)
+		return rs
 	}
 	return b.sawAll(b.Client.DoMulti(ctx, multi...))
 }

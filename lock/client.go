@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	// Every connection New's client makes is tracked, so that a caller's
 	// request never waits for one being made past its ctx (bounded.go).
-	d := &dials{hello: dial}
+	d := &dials{hello: dial, tracked: true}
 	opt.DialCtxFn = d.dial
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {

@@ -122,10 +122,14 @@ func Fenced() Option {
 // Lock returns when ctx ends, even with a request in flight to a master
 // that does not answer: that request is settled in the background, and
 // a grant it may have made is released (or expires with its lease); a
-// fair Lock's place in the queue is left in the background too. One
-// exception: a ctx cancelled (rather than past its deadline) while the
-// request is alone on its connection ends the call only at the request's
-// CommandTimeout, since rueidis bounds such a request by its deadline.
+// fair Lock's place in the queue is left in the background too. This
+// holds for a ctx cancelled as for one past its deadline, with one
+// exception: on a Client of FromClient (whose connections are the
+// application's), a ctx cancelled (rather than past its deadline) while
+// the request is alone on its connection ends the call only at the
+// request's CommandTimeout, since rueidis bounds such a request by its
+// deadline; so does one cancelled while a request with replica sync
+// waits for its WAIT, once the script has answered.
 //
 // May return ErrNotAcquired (joined with ctx's error), ErrClosed,
 // ErrUnavailable, ErrInvalid.

@@ -103,6 +103,10 @@ func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
 // ReadWriteMutex.ForceUnlock for either. When the server refuses the
 // unlock message (an ACL without PUBLISH to the lock's channel), the lock
 // is still deleted: ForceUnlock returns true and ErrAuth saying so.
+// ForceUnlock returns when ctx ends (with Lock's exception for a
+// cancelled ctx), at the latest one CommandTimeout after it began; cut
+// off with its request in flight, it returns ErrUnavailable, and the lock
+// may or may not have been deleted.
 //
 // May return ErrClosed, ErrUnavailable, ErrAuth, ErrInvalid.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
@@ -132,9 +136,11 @@ func (m *Mutex) forceUnlock(ctx context.Context, always bool, send func(context.
 		return false, err
 	}
 	defer c.exit()
-	qctx, cancel := c.e.cmdCtx(ctx)
+	// A caller's send: it returns at the ctx's cancellation too
+	// (bounded.go, Cancellations), not only at its deadline.
+	qctx := newSendCtx(ctx, c.e.cfg.CommandTimeout, time.Time{}, true)
 	deleted, err := send(qctx, c)
-	cancel()
+	qctx.stop()
 	unannounced := errors.Is(err, reentrant.ErrUnannounced)
 	if err != nil && !unannounced {
 		return false, join(masterErr(c.route.errAt(m.name), "force unlock", err), ctx.Err())

@@ -34,6 +34,64 @@ type sendCtx struct {
 	timer   *time.Timer   // armed by the first Done, to close done at dl
 	unwatch func() bool   // the first Done's watch of parent's end
 	err     error         // set once: DeadlineExceeded, parent's error, or Canceled by stop
+
+	// An armed send (bounded.go, Cancellations), under mu: the connection
+	// that awaits its reply, whether the caller's ctx ended while armed,
+	// and the watch of that end.
+	conn     *shakingConn
+	cutDone  bool
+	disarmed bool
+	stopCut  func() bool
+}
+
+// watchable reports whether s is a caller's send whose ctx can end
+// before s's deadline by a cancellation.
+func (s *sendCtx) watchable() bool { return s.caller && s.parent.Done() != nil }
+
+// watchCut watches the caller's ctx while s is armed.
+func (s *sendCtx) watchCut() {
+	stop := context.AfterFunc(s.parent, s.cutNow)
+	s.mu.Lock()
+	s.stopCut = stop
+	s.mu.Unlock()
+}
+
+// cutNow is the caller's ctx's end while s is armed: the connection that
+// awaits s's reply is cut (or will be, when it names s's deadline).
+func (s *sendCtx) cutNow() {
+	s.mu.Lock()
+	if s.disarmed {
+		s.mu.Unlock()
+		return
+	}
+	s.cutDone = true
+	c := s.conn
+	s.mu.Unlock()
+	if c != nil {
+		c.cut(s)
+	}
+}
+
+// attach records c as the connection that awaits s's reply, and reports
+// whether the caller's ctx has already ended (the deadline is then now).
+func (s *sendCtx) attach(c *shakingConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conn = c
+	return s.cutDone
+}
+
+// unwatchCut ends the watch once s returned, and returns the connection
+// s was attached to, if any.
+func (s *sendCtx) unwatchCut() *shakingConn {
+	s.mu.Lock()
+	s.disarmed = true
+	stop, c := s.stopCut, s.conn
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	return c
 }
 
 func newSendCtx(ctx context.Context, d time.Duration, until time.Time, caller bool) *sendCtx {
