@@ -61,12 +61,21 @@ import (
 // timeout, it closes the connection, and the caller gets the send's
 // deadline error at once, which the code that sent the request reads as
 // a lost answer (its outcome unknown: recorded and settled, as for a
-// deadline). Nothing else is ever cut: a connection awaits at most one
-// direct request at a time, and a cut that comes after the reply began,
-// or after another request set the connection's deadline, does nothing.
-// When rueidis shortens the deadline (its ConnWriteTimeout) no connection
-// names it, and the send is bounded by that deadline, as before. Only New's
-// connections are tracked; a Client of FromClient keeps that bound.
+// deadline). Nothing else is cut: a connection awaits at most one direct
+// request at a time; a cut that comes after the reply began, or after
+// another request set the connection's deadline, does nothing; and a cut
+// is made only while no other request of the Client is in flight
+// (sending), since rueidis fails the requests queued behind the cut one
+// on its pipe when it closes the connection: the cancelled call then
+// returns at its send's deadline, as before (so does one whose reply has
+// begun). An armed send's deadline is moved a nanosecond or more earlier,
+// so that no other request's deadline names it. When rueidis shortens the
+// deadline (its ConnWriteTimeout) no connection names it, and the send is
+// bounded by that deadline, as before. Only New's connections are
+// tracked; a Client of FromClient keeps that bound. Requests an
+// application sends on Client.Redis() are not counted: one that arrives
+// while a cut request is alone in flight may fail with it (rueidis
+// retries a read-only command).
 
 // dials tracks when a connection of a Client may be in the making.
 type dials struct {
@@ -87,6 +96,11 @@ type dials struct {
 	// tracked: the connections are dial's (a Client of New), so a
 	// caller's cancellation can cut the read of its reply.
 	tracked bool
+	// sending counts the Client's requests in flight through boundRC
+	// (callers', settlers', the background's): a cut is made only while
+	// the cut send is the only one, since rueidis fails every request
+	// queued behind it on its pipe when the connection closes.
+	sending atomic.Int64
 	armed   atomic.Int64 // sends registered in sends
 	smu     sync.Mutex
 	sends   map[int64]*sendCtx // armed sends by deadline (Unix ns); guarded by smu
@@ -101,6 +115,10 @@ func (d *dials) arm(s *sendCtx) {
 	if d.sends == nil {
 		d.sends = map[int64]*sendCtx{}
 	}
+	// One nanosecond earlier at least: a deadline another request may
+	// share (a sibling ctx's, one of a coarse clock) never names this
+	// send.
+	s.dl = s.dl.Add(-time.Nanosecond)
 	k := s.dl.UnixNano()
 	for d.sends[k] != nil {
 		s.dl = s.dl.Add(-time.Nanosecond)
@@ -204,9 +222,17 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 	if s == nil && c.cur.Load() == nil {
 		return c.Conn.SetDeadline(t)
 	}
+	cut, ok := false, true
+	if s != nil {
+		cut, ok = s.attach(c)
+	}
+	if !ok {
+		s = nil // s awaits its reply on another connection
+	}
 	c.cur.Store(s)
-	if s != nil && s.attach(c) {
+	if cut && c.d.sending.Load() <= 1 {
 		t = time.Now()
+		s.madeCut()
 	}
 	return c.Conn.SetDeadline(t)
 }
@@ -216,8 +242,9 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 func (c *shakingConn) cut(s *sendCtx) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur.Load() == s {
+	if c.cur.Load() == s && c.d.sending.Load() <= 1 {
 		_ = c.Conn.SetReadDeadline(time.Now())
+		s.madeCut()
 	}
 }
 
@@ -338,9 +365,32 @@ func (b *boundRC) armable(ctx context.Context) *sendCtx {
 }
 
 func (b *boundRC) do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	b.d.sending.Add(1)
 	r := b.Client.Do(ctx, cmd)
-	b.d.saw(r.NonRedisError())
+	b.d.sending.Add(-1)
+	if !wasCut(ctx) {
+		b.d.saw(r.NonRedisError())
+	}
 	return r
+}
+
+// doMulti is do for a batch.
+func (b *boundRC) doMulti(ctx context.Context, multi []rueidis.Completed) []rueidis.RedisResult {
+	b.d.sending.Add(1)
+	rs := b.Client.DoMulti(ctx, multi...)
+	b.d.sending.Add(-1)
+	if wasCut(ctx) {
+		return rs // its connection is made again by a tracked dial
+	}
+	return b.sawAll(rs)
+}
+
+// wasCut reports whether ctx is an armed send whose connection was cut
+// by its caller's cancellation: the connection is made again by a dial
+// the Client tracks, so the failure opens no window of its own.
+func wasCut(ctx context.Context) bool {
+	s, ok := ctx.(*sendCtx)
+	return ok && s.wasCut()
 }
 
 // DoMulti implements rueidis.Client.
@@ -349,16 +399,16 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 		return errResults(err, len(multi))
 	}
 	if end := b.ends(ctx); end != nil {
-		return handOff(b, ctx, end, func() []rueidis.RedisResult { return b.sawAll(b.Client.DoMulti(ctx, multi...)) },
+		return handOff(b, ctx, end, func() []rueidis.RedisResult { return b.doMulti(ctx, multi) },
 			func(err error) []rueidis.RedisResult { return errResults(err, len(multi)) })
 	}
 	if s := b.armable(ctx); s != nil {
 		b.d.arm(s)
-		rs := b.sawAll(b.Client.DoMulti(ctx, multi...))
+		rs := b.doMulti(ctx, multi)
 		b.d.disarm(s)
 		return rs
 	}
-	return b.sawAll(b.Client.DoMulti(ctx, multi...))
+	return b.doMulti(ctx, multi)
 }
 
 // handOff runs do on one of the Client's workers (inline once Close

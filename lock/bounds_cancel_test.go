@@ -202,3 +202,57 @@ func TestBoundCancellationsCutOnlyTheirOwnRequest(t *testing.T) {
 	}
 	freeWithinALease(t, other, cut, lease)
 }
+
+// A cancellation fails no other goroutine's request (an independent
+// review of a6c64cb found it did): in standalone mode every command of a
+// Client goes to one connection, and a request that arrives while
+// another is alone in flight is queued behind it; rueidis fails the
+// queued ones when it closes a cut connection. So a cut is made only
+// while the cut request is the Client's only one: here b's request is
+// queued behind a's when a is cancelled, and b, whose ctx cannot end,
+// must succeed once the master resumes. a then returns at its request's
+// answer (or deadline), as before the cut existed.
+func TestBoundCancellationFailsNoQueuedRequest(t *testing.T) {
+	for _, what := range []string{"ForceUnlock", "RemainingTTL", "TryLock"} {
+		t.Run(what, func(t *testing.T) {
+			srv := integrationRedis(t)
+			for try := range 5 { // the interleaving depends on timing: several Clients
+				c := newClient(t, lock.Config{CommandTimeout: cancelledCT}, srv)
+				warm(t, c)
+				n := name(t)
+				resume := pause(t, srv)
+				ctx, cancel := context.WithCancel(bg())
+				a := goAcquire(func() (*lock.Held, error) { return c.Mutex(n + ":a").TryLock(ctx) })
+				time.Sleep(100 * time.Millisecond) // the fault's timing: a's request alone on the wire
+				b := goCall(func() error {
+					switch what {
+					case "ForceUnlock":
+						_, err := c.Mutex(n + ":b").ForceUnlock(bg())
+						return err
+					case "TryLock":
+						h, err := c.Mutex(n + ":b").TryLock(bg())
+						if err == nil {
+							return h.Unlock(bg())
+						}
+						return err
+					}
+					_, err := c.Mutex(n + ":b").RemainingTTL(bg())
+					return err
+				})
+				time.Sleep(100 * time.Millisecond) // b's request queued behind a's
+				cancel()
+				time.Sleep(50 * time.Millisecond)
+				resume()
+				ra := awaitCall(t, "a", a, time.Now(), resume)
+				rb := awaitCall(t, "b", b, time.Now(), resume)
+				t.Logf("try %d: a (cancelled): %v; b (a ctx that cannot end): %v", try, ra.err, rb.err)
+				if ra.err == nil {
+					t.Errorf("try %d: TryLock cancelled while queued behind a stopped master = nil", try)
+				}
+				if rb.err != nil {
+					t.Fatalf("try %d: %s with a ctx that cannot end failed because another goroutine's call was cancelled: %v", try, what, rb.err)
+				}
+			}
+		})
+	}
+}

@@ -40,6 +40,7 @@ type sendCtx struct {
 	// and the watch of that end.
 	conn     *shakingConn
 	cutDone  bool
+	cutMade  bool // the connection was cut for it
 	disarmed bool
 	stopCut  func() bool
 }
@@ -50,6 +51,9 @@ func (s *sendCtx) watchable() bool { return s.caller && s.parent.Done() != nil }
 
 // watchCut watches the caller's ctx while s is armed.
 func (s *sendCtx) watchCut() {
+	s.mu.Lock()
+	s.conn, s.disarmed = nil, false // armed again (EVAL after EVALSHA's NOSCRIPT)
+	s.mu.Unlock()
 	stop := context.AfterFunc(s.parent, s.cutNow)
 	s.mu.Lock()
 	s.stopCut = stop
@@ -72,13 +76,31 @@ func (s *sendCtx) cutNow() {
 	}
 }
 
-// attach records c as the connection that awaits s's reply, and reports
-// whether the caller's ctx has already ended (the deadline is then now).
-func (s *sendCtx) attach(c *shakingConn) bool {
+// attach records c as the connection that awaits s's reply, unless s
+// is not armed or awaits it on another (ok false), and reports whether
+// the caller's ctx has already ended (the deadline is then now).
+func (s *sendCtx) attach(c *shakingConn) (cut, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.disarmed || (s.conn != nil && s.conn != c) {
+		return false, false
+	}
 	s.conn = c
-	return s.cutDone
+	return s.cutDone, true
+}
+
+// madeCut records that s's connection was cut for its caller's
+// cancellation; wasCut reports it.
+func (s *sendCtx) madeCut() {
+	s.mu.Lock()
+	s.cutMade = true
+	s.mu.Unlock()
+}
+
+func (s *sendCtx) wasCut() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cutMade
 }
 
 // unwatchCut ends the watch once s returned, and returns the connection

@@ -55,8 +55,8 @@ func sourceFiles(t *testing.T) (*token.FileSet, map[string]*ast.File) {
 	return fset, files
 }
 
-// clientMethods lists the methods declared on Client or *Client.
-func clientMethods(files map[string]*ast.File) []string {
+// methodsOf lists the methods declared on typ or *typ, as "file: name".
+func methodsOf(files map[string]*ast.File, typ string) []string {
 	var ms []string
 	for name, f := range files {
 		for _, d := range f.Decls {
@@ -68,7 +68,7 @@ func clientMethods(files map[string]*ast.File) []string {
 			if s, ok := t.(*ast.StarExpr); ok {
 				t = s.X
 			}
-			if id, ok := t.(*ast.Ident); ok && id.Name == "Client" {
+			if id, ok := t.(*ast.Ident); ok && id.Name == typ {
 				ms = append(ms, name+": "+fd.Name.Name)
 			}
 		}
@@ -76,6 +76,9 @@ func clientMethods(files map[string]*ast.File) []string {
 	sort.Strings(ms)
 	return ms
 }
+
+// clientMethods lists the methods declared on Client or *Client.
+func clientMethods(files map[string]*ast.File) []string { return methodsOf(files, "Client") }
 
 func TestClientMethodSet(t *testing.T) {
 	_, files := sourceFiles(t)
@@ -106,22 +109,9 @@ func TestClientMethodSet(t *testing.T) {
 // is declared in hold.go (with the types only it uses: gen, fairPlace).
 func TestHoldIsOneFile(t *testing.T) {
 	_, files := sourceFiles(t)
-	for name, f := range files {
-		if name == "hold.go" {
-			continue
-		}
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 {
-				continue
-			}
-			typ := fd.Recv.List[0].Type
-			if s, ok := typ.(*ast.StarExpr); ok {
-				typ = s.X
-			}
-			if id, ok := typ.(*ast.Ident); ok && id.Name == "hold" {
-				t.Errorf("%s: method %s of *hold outside hold.go (docs/design.md: the hold is one file)", name, fd.Name.Name)
-			}
+	for _, m := range methodsOf(files, "hold") {
+		if !strings.HasPrefix(m, "hold.go: ") {
+			t.Errorf("%s: a method of *hold outside hold.go (docs/design.md: the hold is one file)", m)
 		}
 	}
 }
