@@ -46,6 +46,7 @@ var kinds = []*faultKind{
 	{name: "tight-timeout", mode: true},              // Clients with CommandTimeout + RenewInterval just under WatchdogTimeout, leases near CommandTimeout, replies delayed near it
 	{name: "close-holding", mode: true},              // a holder's Clients (its own) are closed while it holds and writes; release replies delayed (one master; a RedLock's workers hold as usual)
 	{name: "unlock-deadline", mode: true},            // shared owners whose Unlock deadlines (20-150ms) expire while a release's reply is delayed; after an Unlock error the holder writes while its Held's context is live
+	{name: "ctx-cancel", mode: true},                 // shared owners whose Lock or Unlock ctx is cancelled (no deadline) 20-150ms into the call while acquire or release replies are delayed
 	{name: "close-stopped", mode: true},              // Clients of the workers' own closed (20-150ms deadlines) while the masters are stopped, their Lock/TryLock/Unlock/ForceUnlock calls (20-150ms deadlines) in flight
 	{name: "restart-now-empty", outside: true},       // restart at once without data (a majority or one on RedLock)
 	{name: "holder-pause", outside: true},            // a holder pauses past its explicit lease before writing
@@ -114,6 +115,8 @@ func (f fault) String() string {
 		s = fmt.Sprintf("%s (Lock deadlines %v-%v) for %v", f.kind.name, f.mode.lockTimeout[0], f.mode.lockTimeout[1], f.d.Round(time.Millisecond))
 	case "unlock-deadline":
 		s = fmt.Sprintf("%s (Unlock deadlines %v-%v) for %v", f.kind.name, f.mode.unlockTimeout[0], f.mode.unlockTimeout[1], f.d.Round(time.Millisecond))
+	case "ctx-cancel":
+		s = fmt.Sprintf("%s (cancellations %v-%v into Lock or Unlock) for %v", f.kind.name, f.mode.cancelAfter[0], f.mode.cancelAfter[1], f.d.Round(time.Millisecond))
 	case "close-stopped":
 		s = fmt.Sprintf("%s on %v: stopped %v after %v, call and Close deadlines %v-%v", f.kind.name, f.targets, f.d.Round(time.Millisecond),
 			f.before.Round(time.Millisecond), f.mode.callTimeout[0], f.mode.callTimeout[1])
@@ -122,7 +125,7 @@ func (f fault) String() string {
 	default:
 		s += fmt.Sprintf(" for %v", f.d.Round(time.Millisecond))
 	}
-	if f.kind.mode && f.kind.name != "reenter-short-lease" && f.kind.name != "ctx-deadline" && f.kind.name != "unlock-deadline" && f.kind.name != "tight-timeout" && f.kind.name != "close-stopped" {
+	if f.kind.mode && f.kind.name != "reenter-short-lease" && f.kind.name != "ctx-deadline" && f.kind.name != "unlock-deadline" && f.kind.name != "ctx-cancel" && f.kind.name != "tight-timeout" && f.kind.name != "close-stopped" {
 		s = fmt.Sprintf("%s for %v", f.kind.name, f.d.Round(time.Millisecond))
 	}
 	for _, x := range f.rules {
@@ -249,6 +252,14 @@ func drawMode(rng *rand.Rand, f fault, topo topology) fault {
 		f.mode.unlockTimeout = [2]time.Duration{20 * time.Millisecond, 150 * time.Millisecond}
 		for range 1 + rng.IntN(3) {
 			add("release", integration.DelayReply(randDuration(rng, 30*time.Millisecond, 300*time.Millisecond)))
+		}
+	case "ctx-cancel":
+		// The caller's ctx is cancelled (no deadline) with the request
+		// in flight: the call returns at the cancellation and its
+		// request's outcome is settled in the background.
+		f.mode.cancelAfter = [2]time.Duration{20 * time.Millisecond, 150 * time.Millisecond}
+		for range 1 + rng.IntN(3) {
+			add([]string{"acquire", "release"}[rng.IntN(2)], integration.DelayReply(randDuration(rng, 30*time.Millisecond, 300*time.Millisecond)))
 		}
 	case "owner-ctx":
 		for range 2 + rng.IntN(3) {

@@ -60,7 +60,9 @@ type workerMode struct {
 	lockTimeout [2]time.Duration // ctx-deadline: the Lock deadlines' range
 	// unlock-deadline: the Unlock deadlines' range
 	unlockTimeout [2]time.Duration
-	tightLease    [2]time.Duration // tight-timeout: the explicit leases' range
+	// ctx-cancel: when, into a Lock or an Unlock, its ctx is cancelled
+	cancelAfter [2]time.Duration
+	tightLease  [2]time.Duration // tight-timeout: the explicit leases' range
 	// close-stopped: the deadlines' range of every call, and the fault's
 	// signals (closestopped_test.go).
 	callTimeout [2]time.Duration

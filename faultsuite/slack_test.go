@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,6 +65,13 @@ type deadlines struct {
 func (r *round) timed(ctx context.Context, call string, multi bool, f func() error) error {
 	dl, ok := ctx.Deadline()
 	err := f()
+	if m, cut := ctx.Value(cancelAtKey{}).(*cancelMark); cut {
+		// A cancellation: measured from when cancel was called (the
+		// timer may fire late on a loaded machine), if it was.
+		if at := m.at.Load(); at != 0 && (!ok || time.Unix(0, at).Before(dl)) {
+			dl, ok = time.Unix(0, at), true
+		}
+	}
 	if !ok {
 		return err
 	}
@@ -71,7 +79,7 @@ func (r *round) timed(ctx context.Context, call string, multi bool, f func() err
 	r.dls.mu.Lock()
 	defer r.dls.mu.Unlock()
 	r.dls.calls++
-	if ret.After(dl) || errors.Is(err, context.DeadlineExceeded) {
+	if ret.After(dl) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		r.dls.cuts = append(r.dls.cuts, cut{call: call, multi: multi, at: r.hist.now(), slack: max(ret.Sub(dl), 0), err: err})
 	}
 	return err
@@ -137,4 +145,24 @@ func overDeadline(cuts []cut) []cut {
 		}
 	}
 	return out
+}
+
+// cancelAtKey is the value key of cancelAfter's cancelMark.
+type cancelAtKey struct{}
+
+// cancelMark is when cancelAfter's timer cancelled the ctx (Unix ns; 0:
+// not cancelled by it).
+type cancelMark struct{ at atomic.Int64 }
+
+// cancelAfter is parent cancelled after d (without a deadline of its
+// own): timed measures the call's return from the moment it was
+// cancelled, as from a deadline. The cancel func stops it.
+func cancelAfter(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	m := &cancelMark{}
+	ctx, cancel := context.WithCancel(context.WithValue(parent, cancelAtKey{}, m))
+	t := time.AfterFunc(d, func() {
+		m.at.Store(time.Now().UnixNano())
+		cancel()
+	})
+	return ctx, func() { t.Stop(); cancel() }
 }

@@ -51,7 +51,7 @@ func (w *worker) run(ctx context.Context, r *round) {
 	for ctx.Err() == nil {
 		m := r.mode()
 		switch m.kind {
-		case "shared-owner", "lost-request", "lost-reply", "ctx-deadline", "unlock-deadline":
+		case "shared-owner", "lost-request", "lost-reply", "ctx-deadline", "unlock-deadline", "ctx-cancel":
 			w.shared(ctx, r, rng, m)
 		case "reenter-short-lease":
 			w.hold(ctx, r, rng, holdOpts{lk: w.locker(r.name, false), client: w.id, blocking: true, inner: m.shortLease})
@@ -94,10 +94,14 @@ type holdOpts struct {
 	// writing while its Held's context is live, as a holder that trusts
 	// its context does.
 	unlockTimeout time.Duration
-	blocking      bool
-	lease         time.Duration // explicit Lease; 0: the watchdog
-	maxWork       time.Duration // > 0: work at most this long
-	pause         *pauseRequest
+	// cancelLock, cancelUnlock > 0: Lock's, Unlock's ctx is cancelled
+	// after it (no deadline: the call must return at the cancellation);
+	// after an Unlock error the holder goes on as with unlockTimeout.
+	cancelLock, cancelUnlock time.Duration
+	blocking                 bool
+	lease                    time.Duration // explicit Lease; 0: the watchdog
+	maxWork                  time.Duration // > 0: work at most this long
+	pause                    *pauseRequest
 	// nested: while holding, a goroutine given the Held's context
 	// re-enters, works and unlocks; join: the holder waits for it before
 	// its own Unlock (otherwise it may unlock while the re-entry is in
@@ -126,6 +130,9 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 	cancel := context.CancelFunc(func() {})
 	if o.timeout > 0 {
 		lctx, cancel = context.WithTimeout(lctx, o.timeout)
+	}
+	if o.cancelLock > 0 {
+		lctx, cancel = cancelAfter(lctx, o.cancelLock)
 	}
 	call := r.hist.now()
 	var h held
@@ -214,10 +221,13 @@ func (w *worker) hold(ctx context.Context, r *round, rng *rand.Rand, o holdOpts)
 		ut = o.unlockTimeout
 	}
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), ut)
+	if o.cancelUnlock > 0 {
+		uctx, ucancel = cancelAfter(uctx, o.cancelUnlock)
+	}
 	ucall := r.hist.now()
 	err = r.timed(uctx, "Unlock", o.lk.multilock(), func() error { return h.Unlock(uctx) })
 	ucancel()
-	if err != nil && o.unlockTimeout > 0 {
+	if err != nil && (o.unlockTimeout > 0 || o.cancelUnlock > 0) {
 		// A holder that trusts its context: while the context says the
 		// lock is still held (an Unlock that found its turn busy did
 		// not release it), it goes on writing for a while, then unlocks
@@ -313,6 +323,14 @@ func (w *worker) shared(ctx context.Context, r *round, rng *rand.Rand, m workerM
 				}
 				if m.kind == "unlock-deadline" {
 					o.unlockTimeout = randDuration(grng, m.unlockTimeout[0], m.unlockTimeout[1])
+				}
+				if m.kind == "ctx-cancel" {
+					d := randDuration(grng, m.cancelAfter[0], m.cancelAfter[1])
+					if grng.IntN(2) == 0 {
+						o.blocking, o.cancelLock = true, d
+					} else {
+						o.cancelUnlock = d
+					}
 				}
 				w.hold(ctx, r, grng, o)
 			}
