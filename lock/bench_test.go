@@ -19,29 +19,21 @@ import (
 // BenchmarkLockUnlock and BenchmarkRawEvalsha run on the same server and
 // connection kind, so their ratio shows what a lock costs beyond its two
 // round trips (acquire script, release script).
-func BenchmarkLockUnlock(b *testing.B) {
-	c := newClient(b, lock.Config{Addrs: []string{shared.DirectAddr()}})
-	m := c.Mutex(name(b))
-	ctx := context.Background()
-	for b.Loop() {
-		h, err := m.TryLock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := h.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkLockUnlock(b *testing.B) { benchLockUnlock(b, context.Background()) }
 
 // BenchmarkLockUnlockCancellable is BenchmarkLockUnlock with a ctx that
 // can be cancelled (as a server's request ctx): each send is then armed
 // so that a cancellation cuts it (bounded.go, Cancellations).
 func BenchmarkLockUnlockCancellable(b *testing.B) {
-	c := newClient(b, lock.Config{Addrs: []string{shared.DirectAddr()}})
-	m := c.Mutex(name(b))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	benchLockUnlock(b, ctx)
+}
+
+// benchLockUnlock times TryLock+Unlock of one free lock with ctx.
+func benchLockUnlock(b *testing.B, ctx context.Context) {
+	c := newClient(b, lock.Config{Addrs: []string{shared.DirectAddr()}})
+	m := c.Mutex(name(b))
 	for b.Loop() {
 		h, err := m.TryLock(ctx)
 		if err != nil {

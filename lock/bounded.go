@@ -232,7 +232,7 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 	c.cur.Store(s)
 	if cut && c.d.sending.Load() <= 1 {
 		t = time.Now()
-		s.madeCut()
+		s.cutMade.Store(true)
 	}
 	return c.Conn.SetDeadline(t)
 }
@@ -244,7 +244,7 @@ func (c *shakingConn) cut(s *sendCtx) {
 	defer c.mu.Unlock()
 	if c.cur.Load() == s && c.d.sending.Load() <= 1 {
 		_ = c.Conn.SetReadDeadline(time.Now())
-		s.madeCut()
+		s.cutMade.Store(true)
 	}
 }
 
@@ -341,15 +341,15 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 		return rueidis.NewErrorResult(err)
 	}
 	if end := b.ends(ctx); end != nil { // the closure only here: none on the hot path
-		return handOff(b, ctx, end, func() rueidis.RedisResult { return b.do(ctx, cmd) }, rueidis.NewErrorResult)
+		return handOff(b, ctx, end, func() rueidis.RedisResult { return b.do(ctx, nil, cmd) }, rueidis.NewErrorResult)
 	}
-	if s := b.armable(ctx); s != nil {
-		b.d.arm(s)
-		r := b.do(ctx, cmd)
-		b.d.disarm(s)
-		return r
+	s := b.armable(ctx)
+	if s == nil {
+		return b.do(ctx, nil, cmd)
 	}
-	return b.do(ctx, cmd)
+	b.d.arm(s)
+	defer b.d.disarm(s)
+	return b.do(ctx, s, cmd)
 }
 
 // armable is ctx as a send to arm (Cancellations), or nil: a caller's send
@@ -364,33 +364,29 @@ func (b *boundRC) armable(ctx context.Context) *sendCtx {
 	return nil
 }
 
-func (b *boundRC) do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+// do sends cmd, counted in sending, and notes its failure unless armed's
+// connection was cut for its caller's cancellation (armed: the send's
+// armed context, or nil): that connection is made again by a dial the
+// Client tracks, so the cut opens no window of its own.
+func (b *boundRC) do(ctx context.Context, armed *sendCtx, cmd rueidis.Completed) rueidis.RedisResult {
 	b.d.sending.Add(1)
 	r := b.Client.Do(ctx, cmd)
 	b.d.sending.Add(-1)
-	if !wasCut(ctx) {
+	if armed == nil || !armed.cutMade.Load() {
 		b.d.saw(r.NonRedisError())
 	}
 	return r
 }
 
 // doMulti is do for a batch.
-func (b *boundRC) doMulti(ctx context.Context, multi []rueidis.Completed) []rueidis.RedisResult {
+func (b *boundRC) doMulti(ctx context.Context, armed *sendCtx, multi []rueidis.Completed) []rueidis.RedisResult {
 	b.d.sending.Add(1)
 	rs := b.Client.DoMulti(ctx, multi...)
 	b.d.sending.Add(-1)
-	if wasCut(ctx) {
-		return rs // its connection is made again by a tracked dial
+	if armed == nil || !armed.cutMade.Load() {
+		b.sawAll(rs)
 	}
-	return b.sawAll(rs)
-}
-
-// wasCut reports whether ctx is an armed send whose connection was cut
-// by its caller's cancellation: the connection is made again by a dial
-// the Client tracks, so the failure opens no window of its own.
-func wasCut(ctx context.Context) bool {
-	s, ok := ctx.(*sendCtx)
-	return ok && s.wasCut()
+	return rs
 }
 
 // DoMulti implements rueidis.Client.
@@ -399,16 +395,16 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 		return errResults(err, len(multi))
 	}
 	if end := b.ends(ctx); end != nil {
-		return handOff(b, ctx, end, func() []rueidis.RedisResult { return b.doMulti(ctx, multi) },
+		return handOff(b, ctx, end, func() []rueidis.RedisResult { return b.doMulti(ctx, nil, multi) },
 			func(err error) []rueidis.RedisResult { return errResults(err, len(multi)) })
 	}
-	if s := b.armable(ctx); s != nil {
-		b.d.arm(s)
-		rs := b.doMulti(ctx, multi)
-		b.d.disarm(s)
-		return rs
+	s := b.armable(ctx)
+	if s == nil {
+		return b.doMulti(ctx, nil, multi)
 	}
-	return b.doMulti(ctx, multi)
+	b.d.arm(s)
+	defer b.d.disarm(s)
+	return b.doMulti(ctx, s, multi)
 }
 
 // handOff runs do on one of the Client's workers (inline once Close

@@ -11,9 +11,9 @@ import (
 	"github.com/rlock-go/rlock/integration"
 )
 
-// An independent review of a6c64cb found: one sendCtx armed twice (Script.Run's EVAL after
-// EVALSHA's NOSCRIPT, same ctx) is not cut the second time: disarmed
-// stayed true, and cutNow returned at once.
+// An independent review of a6c64cb found: one sendCtx armed twice
+// (Script.Run's EVAL after EVALSHA's NOSCRIPT, same ctx) was not cut the
+// second time: disarmed stayed true, and cutNow returned at once.
 func TestCancelRearmedSendIsCut(t *testing.T) {
 	d := &dials{tracked: true}
 	a, b := net.Pipe()

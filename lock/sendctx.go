@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,13 +36,13 @@ type sendCtx struct {
 	unwatch func() bool   // the first Done's watch of parent's end
 	err     error         // set once: DeadlineExceeded, parent's error, or Canceled by stop
 
-	// An armed send (bounded.go, Cancellations), under mu: the connection
-	// that awaits its reply, whether the caller's ctx ended while armed,
-	// and the watch of that end.
+	// An armed send (bounded.go, Cancellations): under mu, the connection
+	// that awaits its reply and whether the send has returned; cutMade,
+	// whether that connection was cut for it; stopCut, the watch of the
+	// caller's ctx, which only the sending goroutine touches.
 	conn     *shakingConn
-	cutDone  bool
-	cutMade  bool // the connection was cut for it
 	disarmed bool
+	cutMade  atomic.Bool
 	stopCut  func() bool
 }
 
@@ -54,22 +55,18 @@ func (s *sendCtx) watchCut() {
 	s.mu.Lock()
 	s.conn, s.disarmed = nil, false // armed again (EVAL after EVALSHA's NOSCRIPT)
 	s.mu.Unlock()
-	stop := context.AfterFunc(s.parent, s.cutNow)
-	s.mu.Lock()
-	s.stopCut = stop
-	s.mu.Unlock()
+	s.stopCut = context.AfterFunc(s.parent, s.cutNow)
 }
 
 // cutNow is the caller's ctx's end while s is armed: the connection that
-// awaits s's reply is cut (or will be, when it names s's deadline).
+// awaits s's reply is cut (or will be, when it names s's deadline:
+// attach).
 func (s *sendCtx) cutNow() {
 	s.mu.Lock()
-	if s.disarmed {
-		s.mu.Unlock()
-		return
-	}
-	s.cutDone = true
 	c := s.conn
+	if s.disarmed {
+		c = nil
+	}
 	s.mu.Unlock()
 	if c != nil {
 		c.cut(s)
@@ -86,21 +83,7 @@ func (s *sendCtx) attach(c *shakingConn) (cut, ok bool) {
 		return false, false
 	}
 	s.conn = c
-	return s.cutDone, true
-}
-
-// madeCut records that s's connection was cut for its caller's
-// cancellation; wasCut reports it.
-func (s *sendCtx) madeCut() {
-	s.mu.Lock()
-	s.cutMade = true
-	s.mu.Unlock()
-}
-
-func (s *sendCtx) wasCut() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cutMade
+	return s.parent.Err() != nil, true
 }
 
 // unwatchCut ends the watch once s returned, and returns the connection
@@ -108,11 +91,9 @@ func (s *sendCtx) wasCut() bool {
 func (s *sendCtx) unwatchCut() *shakingConn {
 	s.mu.Lock()
 	s.disarmed = true
-	stop, c := s.stopCut, s.conn
+	c := s.conn
 	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
+	s.stopCut()
 	return c
 }
 
