@@ -104,6 +104,14 @@ type dials struct {
 	armed   atomic.Int64 // sends registered in sends
 	smu     sync.Mutex
 	sends   map[int64]*sendCtx // armed sends by deadline (Unix ns); guarded by smu
+
+	// closing: Close's teardown is closing the connections, and every
+	// write fails from now on. rueidis sends a PING on closing a
+	// connection and waits for its answer up to a second, which a
+	// stopped master never gives; the failed write makes rueidis close
+	// the connection at once instead. Set once, after every request of
+	// the Client has returned (Client.teardown).
+	closing atomic.Bool
 }
 
 // arm registers s, a caller's send about to go out directly, so that the
@@ -272,6 +280,15 @@ func (c *shakingConn) Read(b []byte) (int, error) {
 		c.mu.Unlock()
 	}
 	return n, err
+}
+
+// Write implements net.Conn: it fails once the Client's teardown is
+// closing its connections (dials.closing).
+func (c *shakingConn) Write(b []byte) (int, error) {
+	if c.d.closing.Load() {
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(b)
 }
 
 // Close implements net.Conn.

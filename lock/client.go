@@ -540,16 +540,17 @@ func (c *Client) Close(ctx context.Context) error {
 	case <-torn:
 	case <-ctx.Done():
 		// What is left to do holds nothing: the loops end within one
-		// command, and rueidis closes a silent connection within a
-		// second (its PING on close). It goes on in the background.
+		// command, and the connections close at once (teardown). It
+		// goes on in the background.
 	}
 	return join(errs...)
 }
 
 // teardown joins the Client's background goroutines, then closes its
 // subscriptions and, when New made it, its connection; it closes torn
-// when done. Close waits for it within its ctx (R3-7: closing a
-// connection to a master that does not answer takes rueidis a second).
+// when done. Close waits for it within its ctx (R3-7). rueidis's PING on
+// closing a connection, which a master that does not answer kept for a
+// second, is never written (dials.closing).
 func (c *Client) teardown(torn chan<- struct{}) {
 	defer close(torn)
 	// Calls Close did not wait for (its ctx ended) give back what their
@@ -559,6 +560,10 @@ func (c *Client) teardown(torn chan<- struct{}) {
 	c.bg.Wait()
 	c.hub.Close()
 	if c.owned {
+		// Every request of the Client has returned: rueidis's PING on
+		// closing each connection is not written, so a master that does
+		// not answer keeps nothing running past this (issue 29, stage 3).
+		c.crc.d.closing.Store(true)
 		c.rc.Close()
 	}
 }

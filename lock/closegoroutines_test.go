@@ -171,3 +171,39 @@ func rlockFrames(g string) string {
 func isLibFrame(l string) bool {
 	return strings.HasPrefix(l, "github.com/rlock-go/rlock/") && !strings.HasPrefix(l, "github.com/rlock-go/rlock/integration") && !strings.HasPrefix(l, "github.com/rlock-go/rlock/lock_test")
 }
+
+// The same bound with the master stopped (SIGSTOP) when Close comes, on a
+// Client of New, whose connections Close's teardown closes: rueidis sends
+// a PING on closing a connection and waits up to a second for its answer,
+// which a stopped master never gives (measured before the fix: the last
+// goroutine of rlock ended 870-903 ms after Close returned, with a
+// CommandTimeout of 100 ms).
+func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseTheMasterStopped(t *testing.T) {
+	const ct = 100 * time.Millisecond
+	cfg := lock.Config{WatchdogTimeout: 3 * time.Second, RenewInterval: time.Second, CommandTimeout: ct}
+	srv := integrationRedis(t)
+	n := name(t)
+	before := goroutineIDs()
+	c := newClient(t, cfg, srv)
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	resume := pause(t, srv)
+	ctx, cancel := context.WithTimeout(bg(), ct)
+	defer cancel()
+	err = c.Close(ctx)
+	closed := time.Now()
+	t.Logf("Close returned: %v", err)
+	if h.Context().Err() == nil {
+		t.Error("the Held's context was not done when Close returned")
+	}
+	bound := 2 * ct
+	last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
+	resume()
+	t.Logf("the last goroutine with a frame of rlock ended %v after Close returned (issue 29: %v; asserted %v)", last.Round(time.Millisecond), bound, bound+boundSlack)
+	if left != nil {
+		t.Fatalf("%d goroutines with a frame of rlock still ran 5 s after Close returned:\n%s", len(left), strings.Join(left, "\n\n"))
+	}
+	if last > bound+boundSlack {
+		t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
+	}
+}
