@@ -24,10 +24,10 @@ import (
 // machine (CI's) can delay a return past 50 ms by scheduling alone. The
 // reconnect wait that made package lock miss the bound (a request waiting
 // for a connection another request was making: docs/safety.md §5,
-// close-stopped) is fixed (lock/bounded.go). Only deadlines count: a ctx cancelled without one is not
-// honoured while a request is alone on its connection (lock.Mutex.Lock's
-// documented exception), and the suite's bare cancellations (the end of a
-// round, a Held's context handed on) are not measured. Calls of package
+// close-stopped) is fixed (lock/bounded.go). Deadlines count, and the
+// cancellations of kind ctx-cancel, measured from the moment the ctx was
+// cancelled (cancelAfter); the suite's other bare cancellations (the end
+// of a round, a Held's context handed on) are not measured. Calls of package
 // multilock (RedLock, MultiLock) are measured and reported, not bounded:
 // their doc comments say they retry until ctx ends, not how soon they
 // return after it.

@@ -241,6 +241,8 @@ func TestBoundCancellationFailsNoQueuedRequest(t *testing.T) {
 				})
 				time.Sleep(100 * time.Millisecond) // b's request queued behind a's
 				cancel()
+				// The fault's timing: a cut, had one been made, has closed the
+				// connection (and failed b) before the master answers.
 				time.Sleep(50 * time.Millisecond)
 				resume()
 				ra := awaitCall(t, "a", a, time.Now(), resume)

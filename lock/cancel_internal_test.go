@@ -116,11 +116,14 @@ func TestCancelACutOpensNoWindow(t *testing.T) {
 	// at once, and may meet the closing connection, which opens the
 	// window as any failed request does).
 	go func() { _, err := c.Mutex("cancel:cut").ForceUnlock(ctx); done <- err }()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the fault's timing: the request is on the wire (nothing signals it, the master is stopped)
 	cancel()
 	err = <-done
 	must(srv.Resume(context.Background()))
 	t.Logf("cut call: %v", err)
+	// Time itself: a reconnection made meanwhile has ended its handshake,
+	// while a window the cut opened would last 2 × max(CommandTimeout,
+	// DialTimeout), 6 s with the defaults.
 	time.Sleep(time.Second)
 	if c.crc.d.making() {
 		t.Errorf("1 s after a cut (master resumed), the window is open: until %v from now", time.Until(time.Unix(0, c.crc.d.faultUntil.Load())).Round(time.Millisecond))
