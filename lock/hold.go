@@ -610,6 +610,9 @@ func (e *env) retryFor(ctx context.Context, name, op string, extra time.Duration
 		if errors.As(err, &a) {
 			return masterErr(e.errAt(name), op, a.err)
 		}
+		if cut := actx.cutByCaller(err); cut != nil {
+			return masterErr(e.errAt(name), op, cut)
+		}
 		err = masterErr(e.errAt(name), op, err)
 		if !errors.Is(err, ErrUnavailable) {
 			return err

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,9 @@ type sendCtx struct {
 	values context.Context // the caller's, WithoutCancel: context.Cause of a send ctx is its own Err
 	dl     time.Time
 	caller bool // the send is on the caller's behalf: it ends with parent
+	// callerDl: dl is the caller's deadline (no earlier bound), so the
+	// send's deadline passing is the caller's ctx ending.
+	callerDl bool
 
 	mu      sync.Mutex
 	done    chan struct{} // made by the first Done
@@ -106,11 +110,31 @@ func newSendCtx(ctx context.Context, d time.Duration, until time.Time, caller bo
 	s.parent = s.values
 	if caller {
 		s.parent, s.caller = ctx, true
-		if pdl, ok := ctx.Deadline(); ok && pdl.Before(s.dl) {
-			s.dl = pdl
+		if pdl, ok := ctx.Deadline(); ok && !s.dl.Before(pdl) {
+			s.dl, s.callerDl = pdl, true
 		}
 	}
 	return s
+}
+
+// cutByCaller returns what a failed send whose error is err reports when
+// the caller's ctx ended while the request was on the wire (cancelled, or
+// its deadline, which the send took, passed): an inFlight error; nil
+// otherwise (the request's own CommandTimeout or retry horizon ran out, a
+// connection failed).
+func (s *sendCtx) cutByCaller(err error) error {
+	if !s.caller || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return nil
+	}
+	if s.parent.Err() != nil {
+		return inFlight{context.Cause(s.parent)}
+	}
+	if s.callerDl {
+		// The send's deadline is the caller's, moved a few nanoseconds
+		// earlier when armed (bounded.go): the ctx ends just after.
+		return inFlight{context.DeadlineExceeded}
+	}
+	return nil
 }
 
 // Deadline implements context.Context.
