@@ -105,13 +105,29 @@ type dials struct {
 	smu     sync.Mutex
 	sends   map[int64]*sendCtx // armed sends by deadline (Unix ns); guarded by smu
 
-	// closing: Close's teardown is closing the connections, and every
-	// write fails from now on. rueidis sends a PING on closing a
-	// connection and waits for its answer up to a second, which a
-	// stopped master never gives; the failed write makes rueidis close
-	// the connection at once instead. Set once, after every request of
-	// the Client has returned (Client.teardown).
-	closing atomic.Bool
+	// cut: Close's teardown gave up on closing the connections
+	// gracefully. rueidis sends a PING on closing a connection and waits
+	// for its answer up to a second, which a stopped master never gives:
+	// from cutAll on, every write fails and every read returns at once,
+	// so rueidis closes each connection without waiting. Set once, one
+	// CommandTimeout after Close began and never before every request of
+	// the Client has returned (Client.teardown); a master that answers
+	// has closed them gracefully by then, the replies of requests an
+	// application sent on Client.Redis() included.
+	cut   atomic.Bool
+	cmu   sync.Mutex
+	conns map[*shakingConn]struct{} // open connections; guarded by cmu
+}
+
+// cutAll makes every connection of the Client fail at once, and every
+// connection dialled from now on (teardown's, above).
+func (d *dials) cutAll() {
+	d.cut.Store(true)
+	d.cmu.Lock()
+	defer d.cmu.Unlock()
+	for c := range d.conns {
+		_ = c.Conn.SetDeadline(time.Now())
+	}
 }
 
 // arm registers s, a caller's send about to go out directly, so that the
@@ -204,7 +220,17 @@ func (d *dials) dial(ctx context.Context, dst string, nd *net.Dialer, cfg *tls.C
 	}
 	extend(&d.shakeUntil, time.Now().Add(d.hello))
 	d.shaking.Add(1)
-	return &shakingConn{Conn: conn, d: d}, nil
+	sc := &shakingConn{Conn: conn, d: d}
+	d.cmu.Lock()
+	if d.conns == nil {
+		d.conns = map[*shakingConn]struct{}{}
+	}
+	d.conns[sc] = struct{}{}
+	d.cmu.Unlock()
+	if d.cut.Load() {
+		_ = conn.SetDeadline(time.Now())
+	}
+	return sc, nil
 }
 
 // shakingConn is a connection dialled by dials.dial: counted as shaking
@@ -228,6 +254,9 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s == nil && c.cur.Load() == nil {
+		if c.d.cut.Load() {
+			t = time.Now() // teardown gave up on the connection
+		}
 		return c.Conn.SetDeadline(t)
 	}
 	cut, ok := false, true
@@ -238,6 +267,9 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 		s = nil // s awaits its reply on another connection
 	}
 	c.cur.Store(s)
+	if c.d.cut.Load() {
+		t = time.Now() // teardown gave up on the connection
+	}
 	if cut && c.d.sending.Load() <= 1 {
 		t = time.Now()
 		s.cutMade.Store(true)
@@ -282,10 +314,10 @@ func (c *shakingConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// Write implements net.Conn: it fails once the Client's teardown is
-// closing its connections (dials.closing).
+// Write implements net.Conn: it fails once the Client's teardown gave up
+// on its connections (dials.cut).
 func (c *shakingConn) Write(b []byte) (int, error) {
-	if c.d.closing.Load() {
+	if c.d.cut.Load() {
 		return 0, net.ErrClosed
 	}
 	return c.Conn.Write(b)
@@ -294,6 +326,9 @@ func (c *shakingConn) Write(b []byte) (int, error) {
 // Close implements net.Conn.
 func (c *shakingConn) Close() error {
 	c.shaken()
+	c.d.cmu.Lock()
+	delete(c.d.conns, c)
+	c.d.cmu.Unlock()
 	return c.Conn.Close()
 }
 

@@ -480,6 +480,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	close(c.done)
 	c.mu.Unlock()
+	began := time.Now()
 
 	// Calls in flight see done and return, but for a request on the
 	// wire, which ends at its CommandTimeout (or its caller's ctx): wait
@@ -535,35 +536,39 @@ func (c *Client) Close(ctx context.Context) error {
 	c.cleaner.closing = ctx // read by the cleaner once stopBg is done
 	c.stopBg()              // the latch cleaner deletes what is queued (within ctx), then ends
 	torn := make(chan struct{})
-	go c.teardown(torn)
+	go c.teardown(torn, began.Add(c.cfg.CommandTimeout))
 	select {
 	case <-torn:
 	case <-ctx.Done():
 		// What is left to do holds nothing: the loops end within one
-		// command, and the connections close at once (teardown). It
-		// goes on in the background.
+		// command, and the connections close gracefully or, one
+		// CommandTimeout after Close began, at once (teardown). It goes
+		// on in the background.
 	}
 	return join(errs...)
 }
 
 // teardown joins the Client's background goroutines, then closes its
 // subscriptions and, when New made it, its connection; it closes torn
-// when done. Close waits for it within its ctx (R3-7). rueidis's PING on
-// closing a connection, which a master that does not answer kept for a
-// second, is never written (dials.closing).
-func (c *Client) teardown(torn chan<- struct{}) {
+// when done. Close waits for it within its ctx (R3-7). A New Client's
+// connections close gracefully (rueidis's PING on close answers every
+// reply still due first) until cutAt, one CommandTimeout after Close
+// began, and at once after it (dials.cutAll): a master that does not
+// answer kept rueidis's close waiting a second.
+func (c *Client) teardown(torn chan<- struct{}, cutAt time.Time) {
 	defer close(torn)
 	// Calls Close did not wait for (its ctx ended) give back what their
 	// requests granted on this connection: each returns within its
 	// CommandTimeout, plus a give-back's.
 	c.ops.wait(context.Background())
 	c.bg.Wait()
+	if c.owned {
+		// Every request of the Client has returned (issue 29, stage 3).
+		cut := time.AfterFunc(time.Until(cutAt), c.crc.d.cutAll)
+		defer cut.Stop()
+	}
 	c.hub.Close()
 	if c.owned {
-		// Every request of the Client has returned: rueidis's PING on
-		// closing each connection is not written, so a master that does
-		// not answer keeps nothing running past this (issue 29, stage 3).
-		c.crc.d.closing.Store(true)
 		c.rc.Close()
 	}
 }

@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/reentrant"
@@ -206,4 +208,120 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseTheMasterStopped(t *te
 	if last > bound+boundSlack {
 		t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
 	}
+}
+
+// The same with the Client's pub/sub connection open (a waiter subscribed
+// once): the Hub closes that connection in teardown, with rueidis's PING,
+// and kept Close's last goroutine a second past it (review of 7e826ca,
+// whose cut came after the Hub's close: 1.004 s).
+func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseWithTheHubConnected(t *testing.T) {
+	const ct = 100 * time.Millisecond
+	cfg := lock.Config{WatchdogTimeout: 3 * time.Second, RenewInterval: time.Second, CommandTimeout: ct}
+	srv := integrationRedis(t)
+	n := name(t)
+	other := newClient(t, cfg, srv)
+	before := goroutineIDs()
+	c := newClient(t, cfg, srv)
+	g, err := other.Mutex(n).Lock(bg())
+	must(t, err)
+	woke := goCall(func() error {
+		h, err := c.Mutex(n).TryLock(bg(), lock.Wait(5*time.Second)) // subscribes: the Hub connects
+		if err == nil {
+			return h.Unlock(bg())
+		}
+		return err
+	})
+	// The waiter subscribes before it first tries (or just after): give
+	// it the lock only once the subscription is there.
+	awaitSubscribers(t, srv, n, 1)
+	must(t, g.Unlock(bg()))
+	r := awaitCall(t, "the waiter", woke, time.Now().Add(5*time.Second), func() {})
+	must(t, r.err)
+	resume := pause(t, srv)
+	ctx, cancel := context.WithTimeout(bg(), ct)
+	defer cancel()
+	err = c.Close(ctx)
+	closed := time.Now()
+	t.Logf("Close returned: %v", err)
+	bound := 2 * ct
+	last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
+	resume()
+	t.Logf("the last goroutine with a frame of rlock ended %v after Close returned (issue 29: %v; asserted %v)", last.Round(time.Millisecond), bound, bound+boundSlack)
+	if left != nil {
+		t.Fatalf("%d goroutines with a frame of rlock still ran 5 s after Close returned:\n%s", len(left), strings.Join(left, "\n\n"))
+	}
+	if last > bound+boundSlack {
+		t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
+	}
+}
+
+// Close on a master that answers closes the connections gracefully: a
+// request an application sends on Client.Redis() while Close runs is
+// answered, or refused unsent (rueidis.ErrClosing), never run by Redis
+// without its answer (review of 7e826ca, whose write failure on every
+// close made 9 INCRs fail with "use of closed network connection" and
+// 71 run unanswered over 10 rounds).
+func TestCloseAnswersWhatTheApplicationSent(t *testing.T) {
+	srv := integrationRedis(t)
+	r := raw(t, srv)
+	key := name(t)
+	answered := 0
+	other := map[string]int{}
+	for round := 0; round < 10; round++ {
+		c := newClient(t, lock.Config{}, srv)
+		warm(t, c)
+		rc := c.Redis()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		started := make(chan struct{}, 16)
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					err := rc.Do(bg(), rc.B().Incr().Key(key).Build()).Error()
+					if i == 0 {
+						started <- struct{}{}
+					}
+					mu.Lock()
+					if err == nil {
+						answered++
+					} else if !errors.Is(err, rueidis.ErrClosing) {
+						other[err.Error()]++
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+		for range 16 {
+			<-started
+		}
+		must(t, c.Close(bg()))
+		wg.Wait()
+	}
+	v, err := r.Do(bg(), r.B().Get().Key(key).Build()).AsInt64()
+	must(t, err)
+	t.Logf("INCRs answered %d, run by Redis %d; other errors: %v", answered, v, other)
+	if len(other) > 0 || v != int64(answered) {
+		t.Errorf("requests of the application sent while Close ran: %d run by Redis without their answer; errors other than ErrClosing: %v", v-int64(answered), other)
+	}
+}
+
+// awaitSubscribers polls (the server signals no subscription) until the
+// unlock channel of lock n has want subscribers, for 5 s at most.
+func awaitSubscribers(t *testing.T, srv *integration.Server, n string, want int64) {
+	t.Helper()
+	r := raw(t, srv)
+	ch := reentrant.ChannelName(n)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		m, err := do(t, r, "PUBSUB", "NUMSUB", ch).ToArray()
+		must(t, err)
+		if got, _ := m[1].AsInt64(); got >= want {
+			return
+		}
+	}
+	t.Fatalf("the channel %s had fewer than %d subscribers for 5 s", ch, want)
 }
