@@ -71,8 +71,8 @@ func TestCutCallsSayTheirCtxEndedWithTheRequestInFlight(t *testing.T) {
 					t.Errorf("%s cut by its ctx says %q: \"redis unavailable\", though its ctx ended first", what, s)
 				}
 				switch {
-				case errors.Is(err, lock.ErrUnavailable) && !strings.Contains(s, "in flight"):
-					t.Errorf("%s cut by its ctx says %q: want the request in flight when the ctx ended", what, s)
+				case errors.Is(err, lock.ErrUnavailable) && !strings.Contains(s, "ctx ended before its answer came"):
+					t.Errorf("%s cut by its ctx says %q: want it to say the ctx ended before the answer came", what, s)
 				case !errors.Is(err, lock.ErrUnavailable) && what == "Unlock":
 					t.Errorf("Unlock cut by its ctx = %v, want ErrUnavailable (unconfirmed)", err)
 				case !errors.Is(err, lock.ErrUnavailable):
@@ -82,5 +82,75 @@ func TestCutCallsSayTheirCtxEndedWithTheRequestInFlight(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A ctx cancelled with a cause of its own: the error matches both
+// context.Canceled (ctx.Err()) and the cause (review of 6e0c539, which
+// carried the cause alone: errors.Is(err, context.Canceled) was false).
+func TestCutCallMatchesItsCtxErrorAndItsCause(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{CommandTimeout: cancelledCT}, srv)
+	warm(t, c)
+	resume := pause(t, srv)
+	errX := errors.New("shutting down")
+	ctx, cancel := context.WithCancelCause(bg())
+	call := goCall(func() error { _, err := c.Mutex(name(t)).TryLock(ctx); return err })
+	time.Sleep(100 * time.Millisecond) // the fault's timing: the request is on the wire
+	cancel(errX)
+	r := awaitCall(t, "TryLock", call, time.Now(), resume)
+	t.Logf("TryLock cancelled with a cause: %v", r.err)
+	if !errors.Is(r.err, context.Canceled) || !errors.Is(r.err, errX) || !errors.Is(r.err, lock.ErrNotAcquired) {
+		t.Errorf("TryLock cancelled with a cause = %v: want it to match context.Canceled, the cause and ErrNotAcquired", r.err)
+	}
+}
+
+// A call whose ctx is still live is never told its ctx ended: a
+// reconnection's handshake bounded by DialTimeout (shorter than the
+// caller's time left) times out with context.DeadlineExceeded too, and
+// the call goes on retrying within its ctx (review of 6e0c539: it
+// returned after 302 ms, its 1 s ctx live, saying the ctx ended; before,
+// the lock was granted once the master resumed at 700 ms).
+func TestCutCallWithItsCtxLiveRetries(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{CommandTimeout: 2 * time.Second, DialTimeout: 300 * time.Millisecond}, srv)
+	warm(t, c)
+	resume := pause(t, srv)
+	// A call cut by its 100 ms ctx: its connection is closed and made
+	// again by the next request, against the stopped master.
+	ctx1, cancel1 := context.WithTimeout(bg(), 100*time.Millisecond)
+	_, err := c.Mutex(name(t)+":a").TryLock(ctx1)
+	cancel1()
+	t.Logf("first call: %v", err)
+	ctx, cancel := context.WithTimeout(bg(), 2*time.Second)
+	defer cancel()
+	time.AfterFunc(700*time.Millisecond, resume)
+	start := time.Now()
+	h, err := c.Mutex(name(t)+":b").TryLock(ctx)
+	t.Logf("second call returned after %v, its ctx's error %v: %v", time.Since(start).Round(time.Millisecond), ctx.Err(), err)
+	if err == nil {
+		must(t, h.Unlock(bg()))
+		return
+	}
+	if ctx.Err() == nil && strings.Contains(err.Error(), "ctx ended") {
+		t.Errorf("TryLock with its ctx live says its ctx ended: %v", err)
+	}
+}
+
+// Close(context.Background()) whose release is bounded by the hold's
+// lease (the library's own deadline), the master stopped, never says its
+// ctx ended: it cannot (review of 6e0c539).
+func TestCloseBoundedByALeaseDoesNotBlameItsCtx(t *testing.T) {
+	srv := integrationRedis(t)
+	c := newClient(t, lock.Config{CommandTimeout: time.Second}, srv)
+	warm(t, c)
+	_, err := c.Mutex(name(t)).Lock(bg(), lock.Lease(1500*time.Millisecond))
+	must(t, err)
+	resume := pause(t, srv)
+	defer resume()
+	err = c.Close(bg())
+	t.Logf("Close(context.Background()): %v", err)
+	if err != nil && strings.Contains(err.Error(), "ctx ended") {
+		t.Errorf("Close with a ctx that cannot end says its ctx ended: %v", err)
 	}
 }

@@ -39,10 +39,11 @@
 // key is not a lock: WRONGTYPE, a non-integer hold count), ErrUnavailable
 // (LOADING, BUSY, READONLY, OOM: it passes), ErrAuth (WRONGPASS, NOAUTH,
 // NOPERM), ErrInvalid (a DB out of range, MOVED without Config.Cluster).
-// A refused request changes no key. A call whose ctx ends while its
-// request is on the wire says so ("the call's ctx ended with the request
-// in flight"): its error matches the ctx's error and ErrUnavailable, since
-// the request's outcome is unknown until the Client settles it.
+// A refused request changes no key. A Lock, TryLock or Unlock whose ctx
+// ends before its request's answer came says so ("the call's ctx ended
+// before its answer came"): its error matches the ctx's error, its cause,
+// and ErrUnavailable, since the request's outcome is unknown until the
+// Client settles it.
 //
 // Goroutines that share an owner (a Held's context handed to workers, one
 // WithOwner context) share the hold, as Redisson's same thread does: they

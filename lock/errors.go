@@ -98,16 +98,22 @@ func (e *MasterError) Unwrap() error {
 	return e.Err
 }
 
-// inFlight is why a request failed when its caller's ctx ended while it
-// was on the wire: its outcome is unknown (ErrUnavailable: recorded and
+// inFlight is why a request failed when the caller's ctx ended before its
+// answer came: its outcome is unknown (ErrUnavailable: recorded and
 // settled in the background), and the ctx's end, not the master, cut it.
-type inFlight struct{ cause error }
+// err is the ctx's error, cause its cause (context.Cause).
+type inFlight struct{ err, cause error }
 
 func (e inFlight) Error() string {
-	return "the call's ctx ended with the request in flight (its outcome is settled in the background): " + e.cause.Error()
+	return "the call's ctx ended before its answer came (the request's outcome is settled in the background): " + e.cause.Error()
 }
 
-func (e inFlight) Unwrap() []error { return []error{ErrUnavailable, e.cause} }
+func (e inFlight) Unwrap() []error {
+	if e.cause == e.err {
+		return []error{ErrUnavailable, e.err}
+	}
+	return []error{ErrUnavailable, e.err, e.cause}
+}
 
 // masterErr classifies err from an operation on addr.
 func masterErr(addr, op string, err error) error {

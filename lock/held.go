@@ -348,7 +348,7 @@ func (c *Client) unlock(ctx context.Context, h *Held) (released bool, err error)
 		res      reentrant.ReleaseResult
 		unsynced error
 	)
-	res, unsynced, err = c.e.sendRelease(ctx, r, stops{held: h, b: c.done, caller: true}) // Close takes over
+	res, unsynced, err = c.e.sendRelease(ctx, r, stops{held: h, b: c.done, caller: true, own: true}) // Close takes over
 	if err != nil {
 		return false, l.unconfirmed(h, &request{id: r.RequestID, release: h, sent: sent}, err)
 	}

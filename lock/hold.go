@@ -583,6 +583,9 @@ type stops struct {
 	// (sendCtx): the call returns when its ctx ends, and a request whose
 	// answer did not come is settled in the background.
 	caller bool
+	// own: ctx is the application's own (a Lock's, an Unlock's), not one
+	// the library bounded: a send cut by its end says so (inFlight).
+	own bool
 }
 
 // lost is the held's Done channel, nil without one.
@@ -610,8 +613,10 @@ func (e *env) retryFor(ctx context.Context, name, op string, extra time.Duration
 		if errors.As(err, &a) {
 			return masterErr(e.errAt(name), op, a.err)
 		}
-		if cut := actx.cutByCaller(err); cut != nil {
-			return masterErr(e.errAt(name), op, cut)
+		if st.own {
+			if cut := actx.cutByCaller(err); cut != nil {
+				return masterErr(e.errAt(name), op, cut)
+			}
 		}
 		err = masterErr(e.errAt(name), op, err)
 		if !errors.Is(err, ErrUnavailable) {

@@ -709,7 +709,7 @@ func (m *Mutex) send(ctx context.Context, l *hold, req reentrant.AcquireRequest,
 	var res reentrant.AcquireResult
 	sends := 0
 	unknown := false // some send's outcome is unknown: it may have run
-	err := c.e.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, stops{a: c.done, caller: true}, func(actx context.Context) (err error) {
+	err := c.e.retryFor(ctx, m.name, "acquire", req.Sync.Extra(), until, stops{a: c.done, caller: true, own: true}, func(actx context.Context) (err error) {
 		sends++
 		res, err = req.Run(actx, c.crc)
 		if err != nil && isReply(err) {

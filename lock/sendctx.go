@@ -118,23 +118,29 @@ func newSendCtx(ctx context.Context, d time.Duration, until time.Time, caller bo
 }
 
 // cutByCaller returns what a failed send whose error is err reports when
-// the caller's ctx ended while the request was on the wire (cancelled, or
-// its deadline, which the send took, passed): an inFlight error; nil
-// otherwise (the request's own CommandTimeout or retry horizon ran out, a
-// connection failed).
+// the caller's ctx ended before the answer came (cancelled, or its
+// deadline, which the send took, passed): an inFlight error; nil otherwise
+// (the request's own CommandTimeout or retry horizon ran out, a dial or
+// handshake timed out, a connection failed).
 func (s *sendCtx) cutByCaller(err error) error {
 	if !s.caller || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return nil
 	}
-	if s.parent.Err() != nil {
-		return inFlight{context.Cause(s.parent)}
-	}
-	if s.callerDl {
+	if s.parent.Err() == nil {
+		if !s.callerDl || time.Now().Before(s.dl) {
+			return nil // not the caller's deadline, or not passed yet
+		}
 		// The send's deadline is the caller's, moved a few nanoseconds
 		// earlier when armed (bounded.go): the ctx ends just after.
-		return inFlight{context.DeadlineExceeded}
+		t := time.NewTimer(time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-s.parent.Done():
+		case <-t.C:
+			return nil
+		}
 	}
-	return nil
+	return inFlight{err: s.parent.Err(), cause: context.Cause(s.parent)}
 }
 
 // Deadline implements context.Context.
