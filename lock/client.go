@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -52,6 +53,11 @@ type Client struct {
 	queues waitQueues
 
 	reps replicas // for the WAIT after acquires and releases
+
+	// left: when Close returned before its teardown ended (its ctx
+	// ended; Unix ns, 0 until then): teardown cuts the connections one
+	// CommandTimeout after it at the latest.
+	left atomic.Int64
 }
 
 // subscriber is where waiters subscribe: a pubsub.Hub (one connection),
@@ -480,7 +486,6 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	close(c.done)
 	c.mu.Unlock()
-	began := time.Now()
 
 	// Calls in flight see done and return, but for a request on the
 	// wire, which ends at its CommandTimeout (or its caller's ctx): wait
@@ -536,14 +541,15 @@ func (c *Client) Close(ctx context.Context) error {
 	c.cleaner.closing = ctx // read by the cleaner once stopBg is done
 	c.stopBg()              // the latch cleaner deletes what is queued (within ctx), then ends
 	torn := make(chan struct{})
-	go c.teardown(torn, began.Add(c.cfg.CommandTimeout))
+	go c.teardown(torn)
 	select {
 	case <-torn:
 	case <-ctx.Done():
 		// What is left to do holds nothing: the loops end within one
 		// command, and the connections close gracefully or, one
-		// CommandTimeout after Close began, at once (teardown). It goes
-		// on in the background.
+		// CommandTimeout after this return at the latest, at once
+		// (teardown). It goes on in the background.
+		c.left.Store(time.Now().UnixNano())
 	}
 	return join(errs...)
 }
@@ -552,10 +558,13 @@ func (c *Client) Close(ctx context.Context) error {
 // subscriptions and, when New made it, its connection; it closes torn
 // when done. Close waits for it within its ctx (R3-7). A New Client's
 // connections close gracefully (rueidis's PING on close answers every
-// reply still due first) until cutAt, one CommandTimeout after Close
-// began, and at once after it (dials.cutAll): a master that does not
-// answer kept rueidis's close waiting a second.
-func (c *Client) teardown(torn chan<- struct{}, cutAt time.Time) {
+// reply still due, those of requests the application sent on Redis()
+// included) for one CommandTimeout once every request of the Client has
+// returned, and no longer than one CommandTimeout after Close returned;
+// then they are cut (dials.cutAll): a master that does not answer kept
+// rueidis's close waiting a second. The cut is not stopped when rc.Close
+// returns: a cluster client closes its connections in the background.
+func (c *Client) teardown(torn chan<- struct{}) {
 	defer close(torn)
 	// Calls Close did not wait for (its ctx ended) give back what their
 	// requests granted on this connection: each returns within its
@@ -564,8 +573,13 @@ func (c *Client) teardown(torn chan<- struct{}, cutAt time.Time) {
 	c.bg.Wait()
 	if c.owned {
 		// Every request of the Client has returned (issue 29, stage 3).
-		cut := time.AfterFunc(time.Until(cutAt), c.crc.d.cutAll)
-		defer cut.Stop()
+		cutAt := time.Now().Add(c.cfg.CommandTimeout)
+		if l := c.left.Load(); l != 0 {
+			if t := time.Unix(0, l).Add(c.cfg.CommandTimeout); t.Before(cutAt) {
+				cutAt = t
+			}
+		}
+		time.AfterFunc(time.Until(cutAt), c.crc.d.cutAll)
 	}
 	c.hub.Close()
 	if c.owned {

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -261,15 +262,36 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseWithTheHubConnected(t 
 // without its answer (review of 7e826ca, whose write failure on every
 // close made 9 INCRs fail with "use of closed network connection" and
 // 71 run unanswered over 10 rounds).
+//
+// With slow, a Close whose own work (400 releases, one after another)
+// lasts past one CommandTimeout: the second review of 222e13d found the
+// cut, timed from Close's start, failing them again (50 INCRs run
+// unanswered, 44 errors).
 func TestCloseAnswersWhatTheApplicationSent(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "quick", true: "slow"}[slow], func(t *testing.T) { testCloseAnswers(t, slow) })
+	}
+}
+
+func testCloseAnswers(t *testing.T, slow bool) {
 	srv := integrationRedis(t)
 	r := raw(t, srv)
 	key := name(t)
 	answered := 0
 	other := map[string]int{}
-	for round := 0; round < 10; round++ {
-		c := newClient(t, lock.Config{}, srv)
+	rounds, cfg := 10, lock.Config{}
+	if slow {
+		rounds, cfg = 5, lock.Config{CommandTimeout: 20 * time.Millisecond, WatchdogTimeout: 3 * time.Second, RenewInterval: time.Second}
+	}
+	for round := 0; round < rounds; round++ {
+		c := newClient(t, cfg, srv)
 		warm(t, c)
+		if slow {
+			for i := range 400 {
+				_, err := c.Mutex(fmt.Sprintf("%s:%d:%d", key, round, i)).Lock(bg())
+				must(t, err)
+			}
+		}
 		rc := c.Redis()
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -324,4 +346,36 @@ func awaitSubscribers(t *testing.T, srv *integration.Server, n string, want int6
 		}
 	}
 	t.Fatalf("the channel %s had fewer than %d subscribers for 5 s", ch, want)
+}
+
+// The same bound on a Cluster whose masters are all stopped: rueidis's
+// cluster client closes its connections in the background, so the cut
+// must not stop when its Close returns (the second review of 222e13d:
+// 1.004 s and 1.003 s, each connection's PING waited for).
+func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseOnACluster(t *testing.T) {
+	const ct = 100 * time.Millisecond
+	env := newClusterEnv(t)
+	before := goroutineIDs()
+	c := env.client(t, lock.Config{WatchdogTimeout: 3 * time.Second, RenewInterval: time.Second, CommandTimeout: ct})
+	for _, ns := range env.names(t, 1) {
+		_, err := c.Mutex(ns[0]).Lock(bg())
+		must(t, err)
+	}
+	for _, s := range env.cl.Nodes() {
+		pause(t, s)
+	}
+	ctx, cancel := context.WithTimeout(bg(), ct)
+	defer cancel()
+	err := c.Close(ctx)
+	closed := time.Now()
+	t.Logf("Close returned: %v", err)
+	bound := 2 * ct
+	last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
+	t.Logf("the last goroutine with a frame of rlock ended %v after Close returned (issue 29: %v; asserted %v)", last.Round(time.Millisecond), bound, bound+boundSlack)
+	if left != nil {
+		t.Fatalf("%d goroutines with a frame of rlock still ran 5 s after Close returned:\n%s", len(left), strings.Join(left, "\n\n"))
+	}
+	if last > bound+boundSlack {
+		t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
+	}
 }

@@ -119,14 +119,14 @@ func TestCutCallWithItsCtxLiveRetries(t *testing.T) {
 	// A call cut by its 100 ms ctx: its connection is closed and made
 	// again by the next request, against the stopped master.
 	ctx1, cancel1 := context.WithTimeout(bg(), 100*time.Millisecond)
-	_, err := c.Mutex(name(t)+":a").TryLock(ctx1)
+	_, err := c.Mutex(name(t) + ":a").TryLock(ctx1)
 	cancel1()
 	t.Logf("first call: %v", err)
 	ctx, cancel := context.WithTimeout(bg(), 2*time.Second)
 	defer cancel()
 	time.AfterFunc(700*time.Millisecond, resume)
 	start := time.Now()
-	h, err := c.Mutex(name(t)+":b").TryLock(ctx)
+	h, err := c.Mutex(name(t) + ":b").TryLock(ctx)
 	t.Logf("second call returned after %v, its ctx's error %v: %v", time.Since(start).Round(time.Millisecond), ctx.Err(), err)
 	if err == nil {
 		must(t, h.Unlock(bg()))
