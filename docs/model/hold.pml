@@ -53,13 +53,15 @@
  *         at once (rlock.pml M1)
  *   M3    a stray release is sent with no in-flight check (rlock.pml M3)
  *   M4    a re-entry PEXPIREs its own lease, not max(PTTL, lease)
+ *         (rlock.pml M4; a counterexample needs RI >= G1L: hold-M4)
  *   M5    an entry with a release in flight is neither renewed nor judged
  *   M7    an acquire answered after it was sent again is not settled
  *   M8    the settlement reads the count and writes no fence
  * Configuration: K0, K1, KB (kinds: 0 plain, 1 read, 2 write); budgets
  * B_LREQ, B_LREP, B_DLY (a request outlives its sender's wait: it lands
  * late), B_RGU (a renewal given up on), B_ROLE (lost ROLE replies), B_CUT,
- * B_FO (failover), B_CLOSE (Close is called), B_LSET (lost settlements).
+ * B_FO (failover), B_CLOSE (Close is called), B_LSET (lost settlements);
+ * LEASE, RI (a renewal every RI ticks), G1L (G1's lease).
  */
 
 #ifndef LEASE
@@ -67,6 +69,9 @@
 #endif
 #ifndef SLEASE
 #define SLEASE 2          /* G0's explicit Lease */
+#endif
+#ifndef RI
+#define RI 1              /* a renewal is due RI ticks after the last (LEASE >= RI + 2) */
 #endif
 #define MARGIN 1          /* the loss is judged at deadline - MARGIN (no drift) */
 #define NID 3             /* request ids of A (reused once nothing names them) */
@@ -422,7 +427,7 @@ end:
        (mop[0] == 0 || mdly[0]) && (mop[1] == 0 || mdly[1]) &&   /* a request runs in its tick, unless late */
        (!wq || wdly) && !rready && !wready && !bheld && turn == 0 &&   /* a turn's steps take less than a tick */
        !(entry != 0 && edl <= MARGIN && !lost && !M5busy) &&     /* the judge comes first */
-       !(entry == 1 && edl < LEASE && !wq && !M5busy && hlive + unconf > 0) &&   /* a due renewal is sent first */
+       !(entry == 1 && edl + RI <= LEASE && !wq && !M5busy && hlive + unconf > 0) &&   /* a due renewal is sent first */
        (kt > 0 || rkt > 0 || entry != 0) ->
        dec(edl); dec(akt); dec(rkt);
        if
@@ -743,7 +748,7 @@ proctype Watchdog() {
   bool ack;
 end:
   do
-  :: atomic { entry == 1 && edl < LEASE && !wq && !M5busy && hlive + unconf > 0 ->
+  :: atomic { entry == 1 && edl + RI <= LEASE && !wq && !M5busy && hlive + unconf > 0 ->
        wq = 1; wg = egen; wdly = 0; wready = 0; wstale = 0 }
   :: atomic { wready -> wready = 0;
        if
