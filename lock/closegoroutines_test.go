@@ -76,15 +76,7 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfClose(t *testing.T) {
 			err = c.Close(ctx)
 			closed := time.Now()
 			t.Logf("Close returned %v after the renewal reached the proxy: %v", closed.Sub(at).Round(time.Millisecond), err)
-			bound := 2 * ct
-			last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
-			t.Logf("the last goroutine with a frame of rlock ended %v after Close returned (issue 29: %v; asserted %v)", last.Round(time.Millisecond), bound, bound+boundSlack)
-			if left != nil {
-				t.Fatalf("%d goroutines with a frame of rlock still ran 5 s after Close returned:\n%s", len(left), strings.Join(left, "\n\n"))
-			}
-			if last > bound+boundSlack {
-				t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
-			}
+			checkGoroutinesAfterClose(t, before, closed, ct)
 		})
 	}
 }
@@ -199,16 +191,8 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseTheMasterStopped(t *te
 	if h.Context().Err() == nil {
 		t.Error("the Held's context was not done when Close returned")
 	}
-	bound := 2 * ct
-	last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
+	checkGoroutinesAfterClose(t, before, closed, ct)
 	resume()
-	t.Logf("the last goroutine with a frame of rlock ended %v after Close returned (issue 29: %v; asserted %v)", last.Round(time.Millisecond), bound, bound+boundSlack)
-	if left != nil {
-		t.Fatalf("%d goroutines with a frame of rlock still ran 5 s after Close returned:\n%s", len(left), strings.Join(left, "\n\n"))
-	}
-	if last > bound+boundSlack {
-		t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
-	}
 }
 
 // The same with the Client's pub/sub connection open (a waiter subscribed
@@ -244,16 +228,8 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseWithTheHubConnected(t 
 	err = c.Close(ctx)
 	closed := time.Now()
 	t.Logf("Close returned: %v", err)
-	bound := 2 * ct
-	last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
+	checkGoroutinesAfterClose(t, before, closed, ct)
 	resume()
-	t.Logf("the last goroutine with a frame of rlock ended %v after Close returned (issue 29: %v; asserted %v)", last.Round(time.Millisecond), bound, bound+boundSlack)
-	if left != nil {
-		t.Fatalf("%d goroutines with a frame of rlock still ran 5 s after Close returned:\n%s", len(left), strings.Join(left, "\n\n"))
-	}
-	if last > bound+boundSlack {
-		t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
-	}
 }
 
 // Close on a master that answers closes the connections gracefully: a
@@ -369,6 +345,15 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseOnACluster(t *testing.
 	err := c.Close(ctx)
 	closed := time.Now()
 	t.Logf("Close returned: %v", err)
+	checkGoroutinesAfterClose(t, before, closed, ct)
+}
+
+// checkGoroutinesAfterClose waits (polling: nothing signals a goroutine's
+// end) until no goroutine with a frame of rlock started after before is
+// left, and fails the test when the last ended more than 2 × ct (plus
+// boundSlack) after closed, when Close returned.
+func checkGoroutinesAfterClose(t *testing.T, before map[string]bool, closed time.Time, ct time.Duration) {
+	t.Helper()
 	bound := 2 * ct
 	last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
 	t.Logf("the last goroutine with a frame of rlock ended %v after Close returned (issue 29: %v; asserted %v)", last.Round(time.Millisecond), bound, bound+boundSlack)
