@@ -109,11 +109,12 @@ type dials struct {
 	// gracefully. rueidis sends a PING on closing a connection and waits
 	// for its answer up to a second, which a stopped master never gives:
 	// from cutAll on, every write fails and every read returns at once,
-	// so rueidis closes each connection without waiting. Set once, one
-	// CommandTimeout after Close began and never before every request of
-	// the Client has returned (Client.teardown); a master that answers
-	// has closed them gracefully by then, the replies of requests an
-	// application sent on Client.Redis() included.
+	// so rueidis closes each connection without waiting. Set once, by
+	// Client.teardown's timer: one CommandTimeout after every request of
+	// the Client has returned (and no later than one CommandTimeout after
+	// Close returned); a master that answers has closed them gracefully
+	// by then, the replies of requests an application sent on
+	// Client.Redis() included.
 	cut   atomic.Bool
 	cmu   sync.Mutex
 	conns map[*shakingConn]struct{} // open connections; guarded by cmu
