@@ -108,8 +108,11 @@ type dials struct {
 	// cut: Close's teardown gave up on closing the connections
 	// gracefully. rueidis sends a PING on closing a connection and waits
 	// for its answer up to a second, which a stopped master never gives:
-	// from cutAll on, every write fails and every read returns at once,
-	// so rueidis closes each connection without waiting. Set once, by
+	// from cutAll on, every write fails (shakingConn.Write) and every
+	// read pending returns at once (cutAll sets each open connection's
+	// deadline to now; rueidis reads again only after a write, a
+	// connection dialled later included), so rueidis closes each
+	// connection without waiting. Set once, by
 	// Client.teardown's timer: one CommandTimeout after every request of
 	// the Client has returned (and no later than one CommandTimeout after
 	// Close returned); a master that answers has closed them gracefully
@@ -121,7 +124,7 @@ type dials struct {
 }
 
 // cutAll makes every connection of the Client fail at once, and every
-// connection dialled from now on (teardown's, above).
+// write on a connection dialled from now on (teardown's, above).
 func (d *dials) cutAll() {
 	d.cut.Store(true)
 	d.cmu.Lock()
@@ -228,9 +231,6 @@ func (d *dials) dial(ctx context.Context, dst string, nd *net.Dialer, cfg *tls.C
 	}
 	d.conns[sc] = struct{}{}
 	d.cmu.Unlock()
-	if d.cut.Load() {
-		_ = conn.SetDeadline(time.Now())
-	}
 	return sc, nil
 }
 
@@ -255,9 +255,6 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s == nil && c.cur.Load() == nil {
-		if c.d.cut.Load() {
-			t = time.Now() // teardown gave up on the connection
-		}
 		return c.Conn.SetDeadline(t)
 	}
 	cut, ok := false, true
@@ -268,9 +265,6 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 		s = nil // s awaits its reply on another connection
 	}
 	c.cur.Store(s)
-	if c.d.cut.Load() {
-		t = time.Now() // teardown gave up on the connection
-	}
 	if cut && c.d.sending.Load() <= 1 {
 		t = time.Now()
 		s.cutMade.Store(true)
