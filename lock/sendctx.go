@@ -30,9 +30,6 @@ type sendCtx struct {
 	values context.Context // the caller's, WithoutCancel: context.Cause of a send ctx is its own Err
 	dl     time.Time
 	caller bool // the send is on the caller's behalf: it ends with parent
-	// callerDl: dl is the caller's deadline (no earlier bound), so the
-	// send's deadline passing is the caller's ctx ending.
-	callerDl bool
 
 	mu      sync.Mutex
 	done    chan struct{} // made by the first Done
@@ -111,7 +108,7 @@ func newSendCtx(ctx context.Context, d time.Duration, until time.Time, caller bo
 	if caller {
 		s.parent, s.caller = ctx, true
 		if pdl, ok := ctx.Deadline(); ok && !s.dl.Before(pdl) {
-			s.dl, s.callerDl = pdl, true
+			s.dl = pdl
 		}
 	}
 	return s
@@ -127,11 +124,13 @@ func (s *sendCtx) cutByCaller(err error) error {
 		return nil
 	}
 	if s.parent.Err() == nil {
-		if !s.callerDl || time.Now().Before(s.dl) {
-			return nil // not the caller's deadline, or not passed yet
+		if pdl, ok := s.parent.Deadline(); !ok || time.Now().Before(pdl) {
+			return nil // the send's own bound ran out, not the caller's
 		}
-		// The send's deadline is the caller's, moved a few nanoseconds
-		// earlier when armed (bounded.go): the ctx ends just after.
+		// The caller's deadline has passed (the send took it, moved a
+		// few nanoseconds earlier when armed: bounded.go): its ctx ends
+		// just after. The wait is bounded for a ctx that reports a
+		// deadline it does not keep.
 		t := time.NewTimer(time.Millisecond)
 		defer t.Stop()
 		select {
