@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/rlock-go/rlock/lock"
 )
 
@@ -256,5 +258,102 @@ func TestBoundCancellationFailsNoQueuedRequest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The bare-cancellation gap left on a Client of New (docs/safety.md,
+// "Still bounded by its request's answer"): a cancelled request while
+// another of the Client is in flight waits for its answer or its
+// CommandTimeout. A Client of FromClient on a rueidis client with
+// AlwaysPipelining has no such gap, since rueidis in pipelining mode
+// returns at the ctx's end itself: TryLock, Lock, Unlock and ForceUnlock
+// cancelled while their request is in flight to a stopped master, alone
+// and beside another goroutine's TryLock (whose ctx cannot end) in
+// flight, return within the bound, with a cut call's outcome, and the
+// lock is free within a lease of the master's resumption. The call
+// beside returns its own answer once the master resumes.
+func TestBoundCancelledCallsOnAnAlwaysPipeliningClient(t *testing.T) {
+	for _, beside := range []bool{false, true} {
+		for _, what := range []string{"TryLock", "Lock", "Unlock", "ForceUnlock"} {
+			t.Run(map[bool]string{false: "alone", true: "beside"}[beside]+"/"+what, func(t *testing.T) {
+				srv := integrationRedis(t)
+				rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ForceSingleClient: true,
+					DisableCache: true, AlwaysPipelining: true, ConnWriteTimeout: cancelledCT})
+				must(t, err)
+				t.Cleanup(rc.Close)
+				lease := 5 * time.Second
+				c, err := lock.FromClient(rc, lock.Config{WatchdogTimeout: lease, CommandTimeout: cancelledCT})
+				must(t, err)
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+					defer cancel()
+					_ = c.Close(ctx)
+				})
+				other := newClient(t, lock.Config{}, srv)
+				warm(t, c)
+				n := name(t)
+				var h *lock.Held
+				if what == "Unlock" {
+					h, err = c.Mutex(n).Lock(bg())
+					must(t, err)
+				}
+				resume := pause(t, srv)
+				var besideCall <-chan returned
+				if beside {
+					besideCall = goAcquire(func() (*lock.Held, error) {
+						return c.Mutex(n + ":beside").TryLock(bg()) // bounded by its CommandTimeout only
+					})
+				}
+				ctx, cancel := context.WithCancel(bg())
+				defer cancel()
+				call := goCall(func() error {
+					switch what {
+					case "TryLock", "Lock":
+						m := c.Mutex(n)
+						acquire := m.TryLock
+						if what == "Lock" {
+							acquire = m.Lock
+						}
+						g, err := acquire(ctx)
+						if err == nil {
+							_ = g.Unlock(bg())
+							return errors.New("granted")
+						}
+						return err
+					case "ForceUnlock":
+						_, err := c.Mutex(n).ForceUnlock(ctx)
+						return err
+					}
+					return h.Unlock(ctx)
+				})
+				time.Sleep(100 * time.Millisecond) // the fault's timing: the requests are on the wire
+				end := time.Now()
+				cancel()
+				what := what + " cancelled in flight on an AlwaysPipelining client, master stopped"
+				r := awaitCall(t, what, call, end, resume)
+				checkBound(t, what, r, end, boundSlack)
+				if !r.late && (r.err == nil || r.err.Error() == "granted") {
+					t.Errorf("%s = %v, want an error", what, r.err)
+				}
+				if h != nil && !r.late {
+					if !errors.Is(r.err, lock.ErrUnavailable) || !strings.Contains(r.err.Error(), "unconfirmed") {
+						t.Errorf("%s = %v, want ErrUnavailable saying unconfirmed", what, r.err)
+					}
+					select {
+					case <-h.Done():
+					default:
+						t.Errorf("the Held's context was not done when its cancelled Unlock returned")
+					}
+				}
+				resume()
+				if beside {
+					b := awaitCall(t, "the TryLock beside", besideCall, time.Now(), func() {})
+					if b.err == nil || b.err.Error() != "granted" {
+						t.Logf("the TryLock beside, in flight for the whole pause: %v", b.err)
+					}
+				}
+				freeWithinALease(t, other, n, lease)
+			})
+		}
 	}
 }

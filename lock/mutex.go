@@ -130,7 +130,10 @@ func Fenced() Option {
 // deadline, when another request of the Client is in flight (cutting the
 // connection would fail it too), on a Client of FromClient (whose
 // connections are the application's), and while a request with replica
-// sync waits for its WAIT, once the script has answered.
+// sync waits for its WAIT, once the script has answered. A Client of
+// FromClient on a rueidis client with AlwaysPipelining returns at the
+// cancellation with other requests in flight too: rueidis then watches
+// the ctx itself, at some cost in latency (FromClient).
 //
 // May return ErrNotAcquired (joined with ctx's error), ErrClosed,
 // ErrUnavailable, ErrInvalid.
