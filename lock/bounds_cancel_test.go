@@ -53,48 +53,64 @@ func TestBoundCancelledCallsWhileTheMasterIsStopped(t *testing.T) {
 			resume := pause(t, srv)
 			ctx, cancel := context.WithCancel(bg())
 			defer cancel()
-			call := goCall(func() error {
-				switch what {
-				case "TryLock", "Lock":
-					m := c.Mutex(n)
-					acquire := m.TryLock
-					if what == "Lock" {
-						acquire = m.Lock
-					}
-					g, err := acquire(ctx)
-					if err == nil {
-						_ = g.Unlock(bg())
-						return errors.New("granted")
-					}
-					return err
-				}
-				if what == "ForceUnlock" {
-					_, err := c.Mutex(n).ForceUnlock(ctx)
-					return err
-				}
-				return h.Unlock(ctx)
-			})
+			call := goCall(func() error { return cancellableCall(ctx, c, what, n, h) })
 			time.Sleep(100 * time.Millisecond) // the fault's timing: the request is on the wire
 			end := time.Now()
 			cancel()
 			r := awaitCall(t, what+" cancelled in flight, master stopped", call, end, resume)
 			checkBound(t, what+" cancelled in flight, master stopped", r, end, boundSlack)
-			if !r.late && (r.err == nil || r.err.Error() == "granted") {
-				t.Errorf("%s cancelled in flight = %v, want an error", what, r.err)
-			}
-			if what == "Unlock" && !r.late {
-				if !errors.Is(r.err, lock.ErrUnavailable) || !strings.Contains(r.err.Error(), "unconfirmed") {
-					t.Errorf("Unlock cancelled in flight = %v, want ErrUnavailable saying unconfirmed", r.err)
-				}
-				select {
-				case <-h.Done():
-				default:
-					t.Errorf("the Held's context was not done when its cancelled Unlock returned")
-				}
-			}
+			checkCutOutcome(t, what+" cancelled in flight", r, h)
 			resume()
 			freeWithinALease(t, other, n, lease)
 		})
+	}
+}
+
+// cancellableCall makes the call what ("TryLock", "Lock", "ForceUnlock"
+// on lock n, or "Unlock" of h) of c with ctx; a grant is released at once
+// and returned as an error saying "granted".
+func cancellableCall(ctx context.Context, c *lock.Client, what, n string, h *lock.Held) error {
+	switch what {
+	case "TryLock", "Lock":
+		m := c.Mutex(n)
+		acquire := m.TryLock
+		if what == "Lock" {
+			acquire = m.Lock
+		}
+		g, err := acquire(ctx)
+		if err == nil {
+			_ = g.Unlock(bg())
+			return errors.New("granted")
+		}
+		return err
+	case "ForceUnlock":
+		_, err := c.Mutex(n).ForceUnlock(ctx)
+		return err
+	}
+	return h.Unlock(ctx)
+}
+
+// checkCutOutcome checks the outcome of a call cut by its ctx (unless it
+// returned only once unblocked): an error, not a grant; for an Unlock of
+// h (non-nil), ErrUnavailable saying "unconfirmed", with h's context done.
+func checkCutOutcome(t *testing.T, what string, r returned, h *lock.Held) {
+	t.Helper()
+	if r.late {
+		return
+	}
+	if r.err == nil || r.err.Error() == "granted" {
+		t.Errorf("%s = %v, want an error", what, r.err)
+	}
+	if h == nil {
+		return
+	}
+	if !errors.Is(r.err, lock.ErrUnavailable) || !strings.Contains(r.err.Error(), "unconfirmed") {
+		t.Errorf("%s = %v, want ErrUnavailable saying unconfirmed", what, r.err)
+	}
+	select {
+	case <-h.Done():
+	default:
+		t.Errorf("%s: the Held's context was not done when its cancelled Unlock returned", what)
 	}
 }
 
@@ -306,45 +322,14 @@ func TestBoundCancelledCallsOnAnAlwaysPipeliningClient(t *testing.T) {
 				}
 				ctx, cancel := context.WithCancel(bg())
 				defer cancel()
-				call := goCall(func() error {
-					switch what {
-					case "TryLock", "Lock":
-						m := c.Mutex(n)
-						acquire := m.TryLock
-						if what == "Lock" {
-							acquire = m.Lock
-						}
-						g, err := acquire(ctx)
-						if err == nil {
-							_ = g.Unlock(bg())
-							return errors.New("granted")
-						}
-						return err
-					case "ForceUnlock":
-						_, err := c.Mutex(n).ForceUnlock(ctx)
-						return err
-					}
-					return h.Unlock(ctx)
-				})
+				call := goCall(func() error { return cancellableCall(ctx, c, what, n, h) })
 				time.Sleep(100 * time.Millisecond) // the fault's timing: the requests are on the wire
 				end := time.Now()
 				cancel()
 				what := what + " cancelled in flight on an AlwaysPipelining client, master stopped"
 				r := awaitCall(t, what, call, end, resume)
 				checkBound(t, what, r, end, boundSlack)
-				if !r.late && (r.err == nil || r.err.Error() == "granted") {
-					t.Errorf("%s = %v, want an error", what, r.err)
-				}
-				if h != nil && !r.late {
-					if !errors.Is(r.err, lock.ErrUnavailable) || !strings.Contains(r.err.Error(), "unconfirmed") {
-						t.Errorf("%s = %v, want ErrUnavailable saying unconfirmed", what, r.err)
-					}
-					select {
-					case <-h.Done():
-					default:
-						t.Errorf("the Held's context was not done when its cancelled Unlock returned")
-					}
-				}
+				checkCutOutcome(t, what, r, h)
 				resume()
 				if beside {
 					b := awaitCall(t, "the TryLock beside", besideCall, time.Now(), func() {})
