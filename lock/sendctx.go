@@ -127,10 +127,10 @@ func (s *sendCtx) cutByCaller(err error) error {
 		if pdl, ok := s.parent.Deadline(); !ok || time.Now().Before(pdl) {
 			return nil // the send's own bound ran out, not the caller's
 		}
-		// The caller's deadline has passed (the send took it, moved a
-		// few nanoseconds earlier when armed: bounded.go): its ctx ends
-		// just after. The wait is bounded for a ctx that reports a
-		// deadline it does not keep.
+		// The caller's deadline has passed: its ctx ends just after (an
+		// armed send's deadline is moved a few nanoseconds earlier than
+		// the caller's: bounded.go). The wait is bounded for a ctx that
+		// reports a deadline it does not keep.
 		t := time.NewTimer(time.Millisecond)
 		defer t.Stop()
 		select {
