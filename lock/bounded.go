@@ -109,10 +109,10 @@ type dials struct {
 	// gracefully. rueidis sends a PING on closing a connection and waits
 	// for its answer up to a second, which a stopped master never gives:
 	// from cutAll on, every write fails (shakingConn.Write) and every
-	// read pending returns at once (cutAll sets each open connection's
-	// deadline to now; rueidis reads again only after a write, a
-	// connection dialled later included), so rueidis closes each
-	// connection without waiting. Set once, by
+	// read returns at once (cutAll sets each open connection's deadline
+	// to now, and SetDeadline keeps it so; a connection dialled later
+	// writes its handshake first), so rueidis closes each connection
+	// without waiting. Set once, by
 	// Client.teardown's timer: one CommandTimeout after every request of
 	// the Client has returned (and no later than one CommandTimeout after
 	// Close returned); a master that answers has closed them gracefully
@@ -254,6 +254,12 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 	s := c.d.sendAt(t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.d.cut.Load() {
+		// Teardown gave up on the connection: its deadline stays now.
+		// rueidis reads without writing first in one place, the reader
+		// it starts for pub/sub hooks after clearing the deadline.
+		return c.Conn.SetDeadline(time.Now())
+	}
 	if s == nil && c.cur.Load() == nil {
 		return c.Conn.SetDeadline(t)
 	}
