@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -307,6 +308,15 @@ func TestBoundCancelledCallsOnAnAlwaysPipeliningClient(t *testing.T) {
 				})
 				other := newClient(t, lock.Config{}, srv)
 				warm(t, c)
+				// rueidis dials each of its connections (four by default)
+				// on the first request it draws at random for it, and the
+				// caller then waits for the handshake: a dial a Client of
+				// FromClient cannot see. 64 keyed requests make all four
+				// (all but one in 10^7 runs), so that the calls below wait
+				// only for the stopped master.
+				for i := range 64 {
+					must(t, rc.Do(bg(), rc.B().Exists().Key(fmt.Sprintf("%s:dial:%d", name(t), i)).Build()).Error())
+				}
 				n := name(t)
 				var h *lock.Held
 				if what == "Unlock" {

@@ -208,7 +208,12 @@ func firstNode(rc rueidis.Client) string {
 // deadline only. An application that needs every cancellation honoured
 // at once gives FromClient a rueidis client with AlwaysPipelining: rueidis
 // then returns at the ctx's end itself, and the request is settled in the
-// background as any cut one. Pipelining costs CPU, and latency on some
+// background as any cut one. Except while the request waits for its
+// connection to be made: rueidis dials each of its connections
+// (PipelineMultiplex) on the first request that draws it, and again after
+// one broke, on the caller's goroutine, bounded by its Dialer's timeout and
+// ConnWriteTimeout; a Client of New sees its own dials, a Client of
+// FromClient does not. Pipelining costs CPU, and latency on some
 // machines: docs/benchmarks.md's floor over rueidis's pipelining mode took
 // 1.29 times the direct floor's CPU per cycle (0.90 times its p50), and
 // 1.03–1.17 times its p50 on a slower machine.

@@ -132,8 +132,9 @@ func Fenced() Option {
 // connections are the application's), and while a request with replica
 // sync waits for its WAIT, once the script has answered. A Client of
 // FromClient on a rueidis client with AlwaysPipelining returns at the
-// cancellation with other requests in flight too: rueidis then watches
-// the ctx itself, at some cost in latency (FromClient).
+// cancellation with other requests in flight too, once its connections
+// are made: rueidis then watches the ctx itself, at some cost in latency
+// (FromClient).
 //
 // May return ErrNotAcquired (joined with ctx's error), ErrClosed,
 // ErrUnavailable, ErrInvalid.
