@@ -251,3 +251,55 @@ func TestReviewSendCtxCause(t *testing.T) {
 		}
 	})
 }
+
+// lateCtx is a caller's ctx whose deadline has passed and whose Done
+// comes late (after late; never when late is negative), as a ctx's timer
+// does on a busy machine.
+type lateCtx struct {
+	context.Context
+	dl   time.Time
+	done chan struct{}
+}
+
+func newLateCtx(late time.Duration) *lateCtx {
+	c := &lateCtx{Context: context.Background(), dl: time.Now().Add(-time.Millisecond), done: make(chan struct{})}
+	if late >= 0 {
+		time.AfterFunc(late, func() { close(c.done) })
+	}
+	return c
+}
+
+func (c *lateCtx) Deadline() (time.Time, bool) { return c.dl, true }
+func (c *lateCtx) Done() <-chan struct{}       { return c.done }
+func (c *lateCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// A send whose caller's deadline has passed names the caller's ctx even
+// when the ctx's Done comes a few milliseconds late (found flaky under
+// -race: TestCutCallsSayTheirCtxEndedWithTheRequestInFlight's deadline
+// cases read "redis unavailable" in 1 of 12 runs, its ctx's timer
+// 1.3–2.8 ms late; a 1 ms wait then answered nil), and when it never
+// comes (named by its deadline, within causeWait).
+func TestCutByCallerWithALateDone(t *testing.T) {
+	for _, late := range []time.Duration{3 * time.Millisecond, -1} {
+		ctx := newLateCtx(late)
+		s := newSendCtx(ctx, time.Hour, time.Time{}, true)
+		start := time.Now()
+		err := s.cutByCaller(context.DeadlineExceeded)
+		took := time.Since(start)
+		var f inFlight
+		if !errors.As(err, &f) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrUnavailable) {
+			t.Errorf("Done %v late: cutByCaller = %v, want an inFlight error matching DeadlineExceeded and ErrUnavailable", late, err)
+		}
+		if took > causeWait+time.Second {
+			t.Errorf("Done %v late: cutByCaller took %v", late, took)
+		}
+		s.stop()
+	}
+}
