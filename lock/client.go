@@ -209,11 +209,15 @@ func firstNode(rc rueidis.Client) string {
 // at once gives FromClient a rueidis client with AlwaysPipelining: rueidis
 // then returns at the ctx's end itself, and the request is settled in the
 // background as any cut one. Except while the request waits for its
-// connection to be made: rueidis dials each of its connections
-// (PipelineMultiplex) on the first request that draws it, and again after
-// one broke, on the caller's goroutine, bounded by its Dialer's timeout and
-// ConnWriteTimeout; a Client of New sees its own dials, a Client of
-// FromClient does not. Pipelining costs CPU, and latency on some
+// connection to be made, on the caller's goroutine, bounded by rc's
+// dial timeout and ConnWriteTimeout: rueidis dials each of its pipelined
+// connections (PipelineMultiplex) on the first request that draws it, and
+// again after one broke; and a request with replica sync, whose WAIT makes
+// it a blocking command, takes a connection of rueidis's blocking pool of
+// its own, dialled when none is free (another such request in flight)
+// and after one was cancelled or failed (rueidis closes it then). A Client
+// of New sees its own dials; a Client of FromClient does not. Pipelining
+// costs CPU, and latency on some
 // machines: docs/benchmarks.md's floor over rueidis's pipelining mode took
 // 1.29 times the direct floor's CPU per cycle (0.90 times its p50), and
 // 1.03–1.17 times its p50 on a slower machine.
