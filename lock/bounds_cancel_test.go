@@ -52,12 +52,7 @@ func TestBoundCancelledCallsWhileTheMasterIsStopped(t *testing.T) {
 				must(t, err)
 			}
 			resume := pause(t, srv)
-			ctx, cancel := context.WithCancel(bg())
-			defer cancel()
-			call := goCall(func() error { return cancellableCall(ctx, c, what, n, h) })
-			time.Sleep(100 * time.Millisecond) // the fault's timing: the request is on the wire
-			end := time.Now()
-			cancel()
+			call, end := cancelCallInFlight(c, what, n, h)
 			r := awaitCall(t, what+" cancelled in flight, master stopped", call, end, resume)
 			checkBound(t, what+" cancelled in flight, master stopped", r, end, boundSlack)
 			checkCutOutcome(t, what+" cancelled in flight", r, h)
@@ -89,6 +84,18 @@ func cancellableCall(ctx context.Context, c *lock.Client, what, n string, h *loc
 		return err
 	}
 	return h.Unlock(ctx)
+}
+
+// cancelCallInFlight starts cancellableCall with a ctx that it cancels
+// once the call's request is on the wire, and returns the call's outcome
+// and when its ctx ended.
+func cancelCallInFlight(c *lock.Client, what, n string, h *lock.Held) (<-chan returned, time.Time) {
+	ctx, cancel := context.WithCancel(bg())
+	call := goCall(func() error { return cancellableCall(ctx, c, what, n, h) })
+	time.Sleep(100 * time.Millisecond) // the fault's timing: the request is on the wire (the master is stopped: nothing signals it)
+	end := time.Now()
+	cancel()
+	return call, end
 }
 
 // checkCutOutcome checks the outcome of a call cut by its ctx (unless it
@@ -330,12 +337,7 @@ func TestBoundCancelledCallsOnAnAlwaysPipeliningClient(t *testing.T) {
 						return c.Mutex(n + ":beside").TryLock(bg()) // bounded by its CommandTimeout only
 					})
 				}
-				ctx, cancel := context.WithCancel(bg())
-				defer cancel()
-				call := goCall(func() error { return cancellableCall(ctx, c, what, n, h) })
-				time.Sleep(100 * time.Millisecond) // the fault's timing: the requests are on the wire
-				end := time.Now()
-				cancel()
+				call, end := cancelCallInFlight(c, what, n, h)
 				what := what + " cancelled in flight on an AlwaysPipelining client, master stopped"
 				r := awaitCall(t, what, call, end, resume)
 				checkBound(t, what, r, end, boundSlack)
