@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +29,17 @@ func latchesOf(t testing.TB, rc rueidis.Client, n string) []string {
 	return ks
 }
 
+// newKeys returns the keys of after that are not in before.
+func newKeys(before, after []string) []string {
+	var added []string
+	for _, k := range after {
+		if !slices.Contains(before, k) {
+			added = append(added, k)
+		}
+	}
+	return added
+}
+
 // allLatches counts every unlock latch on the server.
 func allLatches(t testing.TB, rc rueidis.Client) int {
 	t.Helper()
@@ -36,36 +49,47 @@ func allLatches(t testing.TB, rc rueidis.Client) int {
 }
 
 // P1-85, P1-87: after Close, nothing of the Client's is left in Redis but
-// the latches of releases whose answer was never received. Here every
-// release is answered in the end (by the script, or by its latch when
-// sent again), so no latch may be left.
+// the latches (records) of requests with a send whose answer was never
+// received: here, of the release each case makes, the latch is gone when
+// every send of it was answered, and kept (expiring) otherwise.
 func TestNoLatchLeftAfterClose(t *testing.T) {
-	closeAndCheck := func(t *testing.T, c *lock.Client, rc rueidis.Client, n string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
-		defer cancel()
-		if err := c.Close(ctx); err != nil {
-			t.Logf("Close: %v", err)
-		}
-		if ls := latchesOf(t, rc, n); len(ls) != 0 {
-			t.Fatalf("after Close the Client left %d unlock latch(es) of answered releases in Redis: %v", len(ls), ls)
-		}
-	}
 	// P1-85: lock and unlock, then redis-server restarts (its data kept)
-	// before the latch is deleted; the Client goes on working, then closes.
+	// before the release's latch is deleted; the Client goes on working,
+	// then closes: that latch is gone. Only that latch is asserted on: a
+	// request of the Client whose first send meets a connection the
+	// restart broke is answered on a second send, and its record (a
+	// latch key too: the acquire's fence, hold.fence) rightly stays,
+	// since a copy of the first send may still arrive. rueidis has more
+	// than one connection per master, so no request on another name can
+	// make sure the next one of this name goes on a fresh connection (a
+	// CI run under load saw the Lock after the restart fenced so).
 	t.Run("restart", func(t *testing.T) {
 		srv := integrationRedis(t, integration.Options{Persist: true})
 		rc := raw(t, srv)
 		c := newClient(t, lock.Config{CommandTimeout: 500 * time.Millisecond}, srv)
 		n := name(t)
-		h, err := c.Mutex(n).Lock(bg())
-		must(t, err)
-		must(t, h.Unlock(bg())) // answered: its latch is the Client's to delete
-		must(t, srv.Kill(bg()))
-		must(t, srv.Restart(bg(), integration.RestartOptions{KeepData: true, Delay: 1500 * time.Millisecond}))
-		// The Client's connections broke with the restart: the first
-		// requests on them may get no answer, and their records rightly
-		// stay (a copy may still arrive). Another name takes those.
+		// The release's latch: the one its Unlock added, found after the
+		// restart. The cleaner deletes it latchFlushDelay (200 ms) after
+		// the Unlock; on a busy machine the kill may come later, and the
+		// round is made again: the restart must find it in Redis.
+		var latch string
+		for round := 0; latch == ""; round++ {
+			if round == 3 {
+				t.Fatal("in 3 rounds the cleaner always deleted the release's latch before the kill: the test tests nothing")
+			}
+			h, err := c.Mutex(n).Lock(bg())
+			must(t, err)
+			before := latchesOf(t, rc, n) // an acquire's fence record, if its first send got no answer
+			must(t, h.Unlock(bg()))       // answered: its latch is the Client's to delete
+			must(t, srv.Kill(bg()))
+			must(t, srv.Restart(bg(), integration.RestartOptions{KeepData: true, Delay: 1500 * time.Millisecond}))
+			rc = raw(t, srv) // the test's own connection broke with the restart
+			if added := newKeys(before, latchesOf(t, rc, n)); len(added) == 1 {
+				latch = added[0]
+			}
+		}
+		// The Client works after the restart (its first requests may
+		// meet broken connections).
 		warm := c.Mutex(n + ":warm")
 		for deadline := time.Now().Add(10 * time.Second); ; {
 			wh, err := warm.TryLock(bg())
@@ -77,21 +101,27 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond) // polled: the Client's reconnect has no signal outside it
 		}
-		h, err = c.Mutex(n).Lock(bg()) // the Client works after the restart
-		must(t, err)
-		must(t, h.Unlock(bg()))
-		closeAndCheck(t, c, rc, n)
+		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+		defer cancel()
+		if err := c.Close(ctx); err != nil {
+			t.Logf("Close: %v", err)
+		}
+		if exists(t, rc, latch) {
+			t.Fatalf("after Close the Client left the latch %s of a release answered before the restart", latch)
+		}
 	})
 	// P1-87: Unlock while the server answers OOM (unconfirmed), memory is
 	// freed, the release is settled in the background; then Close.
 	t.Run("oom", func(t *testing.T) {
 		srv := integrationRedis(t)
 		rc := raw(t, srv)
-		c := newClient(t, lock.Config{}, srv)
+		const timeout = 3 * time.Second // the default
+		c := newClient(t, lock.Config{CommandTimeout: timeout}, srv)
 		must(t, do(t, rc, "CONFIG", "SET", "maxmemory-policy", "noeviction").Error())
 		n := name(t)
 		h, err := c.Mutex(n).Lock(bg())
 		must(t, err)
+		before := latchesOf(t, rc, n) // an acquire's fence record, if its first send got no answer
 		must(t, do(t, rc, "CONFIG", "SET", "maxmemory", "1").Error())
 		uctx, cancel := context.WithTimeout(bg(), 300*time.Millisecond)
 		err = h.Unlock(uctx)
@@ -99,6 +129,11 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 		if !errors.Is(err, lock.ErrUnavailable) {
 			t.Fatalf("Unlock at maxmemory = %v, want ErrUnavailable", err)
 		}
+		// The ctx ends while the release is retried: nearly always between
+		// two sends, each answered OOM; on a busy machine sometimes during
+		// one, whose answer is then never read, and whose record (its
+		// latch) must stay (inFlight's message says so).
+		cut := strings.Contains(err.Error(), "ctx ended before its answer came")
 		must(t, do(t, rc, "CONFIG", "SET", "maxmemory", "0").Error())
 		deadline := time.Now().Add(10 * time.Second)
 		for exists(t, rc, n) {
@@ -107,7 +142,23 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond) // polled: the settlement has no signal outside the Client
 		}
-		closeAndCheck(t, c, rc, n)
+		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+		defer cancel()
+		if err := c.Close(ctx); err != nil {
+			t.Logf("Close: %v", err)
+		}
+		left := newKeys(before, latchesOf(t, rc, n))
+		switch {
+		case !cut && len(left) != 0:
+			t.Fatalf("after Close the Client left %d unlock latch(es) of an answered release in Redis: %v", len(left), left)
+		case cut && len(left) > 1:
+			t.Fatalf("after Close the Client left %d unlock latches of one release in Redis: %v", len(left), left)
+		case cut && len(left) == 1:
+			// The record's life: 4 × (WatchdogTimeout + CommandTimeout).
+			if p, most := pttl(t, rc, left[0]), 4*(lock.DefaultWatchdogTimeout+timeout); p <= 0 || p > most {
+				t.Fatalf("the latch of a release cut by its ctx has PTTL %v, want it expiring within %v", p, most)
+			}
+		}
 	})
 	// The reply to a release is lost; the Client sends it again and is
 	// answered by its latch. That latch stays, expiring (unlockLatchTTL):
@@ -120,6 +171,9 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 		n := name(t)
 		h, err := c.Mutex(n).Lock(bg())
 		must(t, err)
+		// An acquire answered on a second send (a busy machine, 300 ms)
+		// leaves its fence record: not the release's latch.
+		before := latchesOf(t, rc, n)
 		inject(t, srv, integration.Rule{Match: isRelease(n), Action: integration.DropReply})
 		must(t, h.Unlock(bg()))
 		if exists(t, rc, n) {
@@ -128,9 +182,9 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
 		defer cancel()
 		_ = c.Close(ctx)
-		ls := latchesOf(t, rc, n)
+		ls := newKeys(before, latchesOf(t, rc, n))
 		if len(ls) != 1 {
-			t.Fatalf("after a release whose first reply was lost, latches %v, want its one latch kept", ls)
+			t.Fatalf("after a release whose first reply was lost, its latches %v, want its one latch kept", ls)
 		}
 		// The record's life: 4 × (WatchdogTimeout + CommandTimeout).
 		if p, most := pttl(t, rc, ls[0]), 4*(lock.DefaultWatchdogTimeout+300*time.Millisecond); p <= 0 || p > most {
