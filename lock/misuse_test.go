@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,6 +176,11 @@ func TestNotALock(t *testing.T) {
 	dumpOf := func(key string) func() string {
 		return func() string {
 			ks, _ := do(t, rc, "KEYS", "*").AsStrSlice()
+			// An earlier subtest's answered release leaves its latch
+			// until the cleaner deletes it, 200 ms later: not a change
+			// these calls made.
+			ks = slices.DeleteFunc(ks, func(k string) bool { return strings.HasPrefix(k, "redisson_unlock_latch:") })
+			slices.Sort(ks)
 			typ, _ := do(t, rc, "TYPE", key).ToString()
 			return typ + " " + strings.Join(ks, ",")
 		}
