@@ -59,10 +59,11 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 	// request of the Client whose first send meets a connection the
 	// restart broke is answered on a second send, and its record (a
 	// latch key too: the acquire's fence, hold.fence) rightly stays,
-	// since a copy of the first send may still arrive. rueidis has more
-	// than one connection per master, so no request on another name can
-	// make sure the next one of this name goes on a fresh connection (a
-	// CI run under load saw the Lock after the restart fenced so).
+	// since a copy of the first send may still arrive. A Client's
+	// requests use more than one connection per master, so no request on
+	// another name can make sure the next one of this name goes on a
+	// fresh connection (a CI run under load saw the Lock after the
+	// restart fenced so).
 	t.Run("restart", func(t *testing.T) {
 		srv := integrationRedis(t, integration.Options{Persist: true})
 		rc := raw(t, srv)
