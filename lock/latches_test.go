@@ -29,6 +29,20 @@ func latchesOf(t testing.TB, rc rueidis.Client, n string) []string {
 	return ks
 }
 
+// releaseLatchesOf lists the latches of the lock called n that a release
+// script wrote (value 0 or 1), leaving out the records a settlement writes
+// (value 2: an acquire's fence, hold.fence, among them).
+func releaseLatchesOf(t testing.TB, rc rueidis.Client, n string) []string {
+	t.Helper()
+	var ls []string
+	for _, k := range latchesOf(t, rc, n) {
+		if v, err := do(t, rc, "GET", k).ToString(); err == nil && v != "2" {
+			ls = append(ls, k)
+		}
+	}
+	return ls
+}
+
 // newKeys returns the keys of after that are not in before.
 func newKeys(before, after []string) []string {
 	var added []string
@@ -67,26 +81,33 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 	t.Run("restart", func(t *testing.T) {
 		srv := integrationRedis(t, integration.Options{Persist: true})
 		rc := raw(t, srv)
-		c := newClient(t, lock.Config{CommandTimeout: 500 * time.Millisecond}, srv)
 		n := name(t)
-		// The release's latch: the one its Unlock added, found after the
+		// The release's latch: the one its Unlock wrote, found after the
 		// restart. The cleaner deletes it latchFlushDelay (200 ms) after
 		// the Unlock; on a busy machine the kill may come later, and the
-		// round is made again: the restart must find it in Redis.
-		var latch string
-		var added []string
+		// round is made again, with a new Client (whose connections the
+		// last restart did not break: its Unlock is answered at once) on
+		// a new name: the restart must find the latch in Redis.
+		var (
+			c     *lock.Client
+			latch string
+			added []string
+		)
 		for round := 0; latch == ""; round++ {
 			if round == 3 {
-				t.Fatalf("in 3 rounds the restart never found the release's latch alone among the name's new latches (last: %v): the cleaner deleted it before the kill, and the test tests nothing", added)
+				t.Fatalf("in 3 rounds the restart never found the release's latch (last: %v): the cleaner deleted it before the kill, and the test tests nothing", added)
 			}
+			if round > 0 {
+				n = name(t)
+			}
+			c = newClient(t, lock.Config{CommandTimeout: 500 * time.Millisecond}, srv)
 			h, err := c.Mutex(n).Lock(bg())
 			must(t, err)
-			before := latchesOf(t, rc, n) // an acquire's fence record, if its first send got no answer
-			must(t, h.Unlock(bg()))       // answered: its latch is the Client's to delete
+			must(t, h.Unlock(bg())) // answered: its latch is the Client's to delete
 			must(t, srv.Kill(bg()))
 			must(t, srv.Restart(bg(), integration.RestartOptions{KeepData: true, Delay: 1500 * time.Millisecond}))
 			rc = raw(t, srv) // the test's own connection broke with the restart
-			if added = newKeys(before, latchesOf(t, rc, n)); len(added) == 1 {
+			if added = releaseLatchesOf(t, rc, n); len(added) == 1 {
 				latch = added[0]
 			}
 		}
@@ -153,9 +174,11 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 		switch {
 		case !cut && len(left) != 0:
 			t.Fatalf("after Close the Client left %d unlock latch(es) of an answered release in Redis: %v", len(left), left)
-		case cut && len(left) > 1:
-			t.Fatalf("after Close the Client left %d unlock latches of one release in Redis: %v", len(left), left)
-		case cut && len(left) == 1:
+		case cut && len(left) != 1:
+			// Its settlement wrote the record, which must stay: a copy of
+			// the cut send may still arrive.
+			t.Fatalf("after Close, %d unlock latches of a release whose last send its ctx cut are in Redis (%v), want its record kept", len(left), left)
+		case cut:
 			// The record's life: 4 × (WatchdogTimeout + CommandTimeout).
 			if p, most := pttl(t, rc, left[0]), 4*(lock.DefaultWatchdogTimeout+timeout); p <= 0 || p > most {
 				t.Fatalf("the latch of a release cut by its ctx has PTTL %v, want it expiring within %v", p, most)
@@ -174,8 +197,8 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 		h, err := c.Mutex(n).Lock(bg())
 		must(t, err)
 		// An acquire answered on a second send (a busy machine, 300 ms)
-		// leaves its fence record: not the release's latch.
-		before := latchesOf(t, rc, n)
+		// leaves its fence record, not a release's latch.
+		before := releaseLatchesOf(t, rc, n)
 		inject(t, srv, integration.Rule{Match: isRelease(n), Action: integration.DropReply})
 		must(t, h.Unlock(bg()))
 		if exists(t, rc, n) {
@@ -184,7 +207,7 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
 		defer cancel()
 		_ = c.Close(ctx)
-		ls := newKeys(before, latchesOf(t, rc, n))
+		ls := newKeys(before, releaseLatchesOf(t, rc, n))
 		if len(ls) != 1 {
 			t.Fatalf("after a release whose first reply was lost, its latches %v, want its one latch kept", ls)
 		}
@@ -289,6 +312,10 @@ func TestLatchesAreDeletedUnderLoad(t *testing.T) {
 			left++
 		}
 	}
+	slow.Range(func(n, _ any) bool {
+		t.Logf("%s had a cycle of CommandTimeout or longer: its latches are not counted", n)
+		return true
+	})
 	if worst > 0 {
 		t.Errorf("during the load, %d unlock latches were in Redis when only %d unlocks were answered (or in flight) in the last 1.1 s: answered latches live longer than 1 s", worst, worstAllowed)
 	}
