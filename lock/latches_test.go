@@ -133,6 +133,43 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 			t.Fatalf("after Close the Client left the latch %s of a release answered before the restart", latch)
 		}
 	})
+	// P1-85 again, with Close right after the restart: the Client's
+	// connections are those the restart broke, which rueidis finds only
+	// when it next writes on them (a connection in direct mode has no
+	// reader meanwhile), and Close's last batch of deletes is the first
+	// request after the restart.
+	t.Run("restart then close", func(t *testing.T) {
+		srv := integrationRedis(t, integration.Options{Persist: true})
+		var (
+			c  *lock.Client
+			rc rueidis.Client
+			ls []string
+		)
+		// Made again, with a new Client on a new name, when the cleaner
+		// deleted the latch before the kill (a busy machine).
+		for round := 0; len(ls) != 1; round++ {
+			if round == 3 {
+				t.Fatalf("in 3 rounds the restart never found the release's latch (last: %v): the test tests nothing", ls)
+			}
+			c = newClient(t, lock.Config{CommandTimeout: 500 * time.Millisecond}, srv)
+			n := name(t)
+			h, err := c.Mutex(n).Lock(bg())
+			must(t, err)
+			must(t, h.Unlock(bg())) // answered: its latch is the Client's to delete
+			must(t, srv.Kill(bg()))
+			must(t, srv.Restart(bg(), integration.RestartOptions{KeepData: true, Delay: 1500 * time.Millisecond}))
+			rc = raw(t, srv)
+			ls = releaseLatchesOf(t, rc, n)
+		}
+		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+		defer cancel()
+		if err := c.Close(ctx); err != nil {
+			t.Logf("Close: %v", err)
+		}
+		if exists(t, rc, ls[0]) {
+			t.Fatalf("Close right after a restart left the latch %s of a release answered before it", ls[0])
+		}
+	})
 	// P1-87: Unlock while the server answers OOM (unconfirmed), memory is
 	// freed, the release is settled in the background; then Close.
 	t.Run("oom", func(t *testing.T) {
