@@ -218,9 +218,10 @@ func firstNode(rc rueidis.Client) string {
 // and after one was cancelled or failed (rueidis closes it then). A Client
 // of New sees its own dials; a Client of FromClient does not. Pipelining
 // costs CPU, and latency on some
-// machines: docs/benchmarks.md's floor over rueidis's pipelining mode took
-// 1.29 times the direct floor's CPU per cycle (0.90 times its p50), and
-// 1.03–1.17 times its p50 on a slower machine; on a third, such a Client's
+// machines: in docs/benchmarks.md's runs of 2026-11-29, the floor over
+// rueidis's pipelining mode took 1.29 times the direct floor's CPU per
+// cycle (0.90 times its p50), and 1.03–1.17 times its p50 on a slower
+// machine (session 20); on a third (session 21), such a Client's
 // uncontended Lock+Unlock took 1.60–1.73 times Redisson's scripts sent
 // raw, against 1.11–1.14 times for a Client of New.
 //
