@@ -34,7 +34,8 @@ type latchCleaner struct {
 	full    chan struct{} // latchWake latches are queued: delete them now (env.queueLatch)
 	// closing is Close's ctx, set by Close before it stops the loop (the
 	// loop reads it once its own ctx is done): the last batch goes out
-	// within it, or not at all (the latches expire by themselves).
+	// within it, or not at all (the latches expire by themselves), and
+	// what got no answer is sent again within one CommandTimeout (last).
 	closing context.Context
 }
 
@@ -57,8 +58,8 @@ const (
 	// latchQueue is how many latches may wait for the cleaner; one queued
 	// when it is full is left to expire (256 KB of strings per Client).
 	latchQueue = 1 << 14
-	// lastTries is how many times Close's last batch is sent when it got
-	// no answer (latchCleaner.last).
+	// lastTries is how many times, at most, Close's last deletes are sent
+	// when they got no answer (latchCleaner.last).
 	lastTries = 8
 	// latchWake is how many queued latches wake the cleaner before
 	// latchFlushDelay: a quarter of the queue, which 3 × the bench's peak
@@ -179,19 +180,22 @@ func resultErr(res []rueidis.RedisResult, i int) error {
 
 // last deletes pending and every latch still queued at Close, within
 // Close's ctx and on the shared connection (rueidis's Dedicated takes no
-// ctx, and may be dialling a master that does not answer: R3-7); what it
-// cannot delete expires by itself.
+// ctx, and may be dialling a master that does not answer: R3-7), each
+// batch within one CommandTimeout; what it cannot delete expires by
+// itself.
 //
-// Deletes that got no answer are sent again at once, lastTries times in
-// all, within what is left of one CommandTimeout from the first send:
-// after a restart of the master, the shared connections may be ones the
-// restart broke that no request has used since (a connection in
-// rueidis's direct mode is read only while a request waits on it); each
-// fails its first write at once, and rueidis makes a new one for the
-// next request. Close right after a restart left every answered latch so
-// (TestNoLatchLeftAfterClose, "restart then close"; a second try alone
-// still met another broken connection 4 runs in 8). A master that does
-// not answer costs no more than before: one CommandTimeout.
+// Deletes that got no answer are then sent again at once, up to
+// lastTries sends in all, until one CommandTimeout after the first:
+// right after a restart of the master, the shared connections may be
+// ones the restart broke that no request has used since (a connection in
+// rueidis's direct mode is read only while a request waits on it). Each
+// fails its first write at once and is made again for the next request
+// on it; rueidis spreads requests over its pipelined connections (1, 2
+// or 4 for a Client of New, by GOMAXPROCS), so lastTries covers New's. A
+// single send left every answered latch so (TestNoLatchLeftAfterClose,
+// "restart then close", 5 runs in 5), and a second one still met another
+// broken connection 4 runs in 8. A master that does not answer spends
+// the CommandTimeout in the first send, and nothing is sent again.
 func (lc *latchCleaner) last(pending []latch) {
 	if lc.closing == nil {
 		return
@@ -199,10 +203,14 @@ func (lc *latchCleaner) last(pending []latch) {
 	send := func(ctx context.Context, cmds []rueidis.Completed) []rueidis.RedisResult {
 		return lc.rc.DoMulti(ctx, cmds...)
 	}
-	ctx, cancel := context.WithTimeout(lc.closing, lc.timeout)
+	start := time.Now()
+	pending = lc.deleteWith(lc.closing, lc.drain(pending), send)
+	if len(pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithDeadline(lc.closing, start.Add(lc.timeout))
 	defer cancel()
-	pending = lc.drain(pending)
-	for try := 0; try < lastTries && len(pending) > 0 && ctx.Err() == nil; try++ {
+	for try := 1; try < lastTries && len(pending) > 0 && ctx.Err() == nil; try++ {
 		pending = lc.deleteWith(ctx, pending, send)
 	}
 }
