@@ -43,6 +43,44 @@ func releaseLatchesOf(t testing.TB, rc rueidis.Client, n string) []string {
 	return ls
 }
 
+// latchAcrossRestart makes a Client on srv lock and unlock a new name,
+// then kills srv and restarts it with its data, and returns the Client,
+// a client of the test's own (the old one broke with the restart), the
+// name and its release's latch, found in Redis after the restart. The
+// cleaner deletes that latch latchFlushDelay (200 ms) after the Unlock;
+// on a busy machine the kill may come later, and the round is made
+// again, with a new Client (whose connections the last restart did not
+// break: its Unlock is answered at once) on a new name.
+func latchAcrossRestart(t *testing.T, srv *integration.Server) (*lock.Client, rueidis.Client, string, string) {
+	t.Helper()
+	var ls []string
+	for round := 0; round < 3; round++ {
+		c := newClient(t, lock.Config{CommandTimeout: 500 * time.Millisecond}, srv)
+		n := name(t)
+		h, err := c.Mutex(n).Lock(bg())
+		must(t, err)
+		must(t, h.Unlock(bg())) // answered: its latch is the Client's to delete
+		must(t, srv.Kill(bg()))
+		must(t, srv.Restart(bg(), integration.RestartOptions{KeepData: true, Delay: 1500 * time.Millisecond}))
+		rc := raw(t, srv)
+		if ls = releaseLatchesOf(t, rc, n); len(ls) == 1 {
+			return c, rc, n, ls[0]
+		}
+	}
+	t.Fatalf("in 3 rounds the restart never found the release's latch (last: %v): the cleaner deleted it before the kill, and the test tests nothing", ls)
+	return nil, nil, "", ""
+}
+
+// closeWithin closes c within 5 s, logging its error.
+func closeWithin(t *testing.T, c *lock.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
+	defer cancel()
+	if err := c.Close(ctx); err != nil {
+		t.Logf("Close: %v", err)
+	}
+}
+
 // newKeys returns the keys of after that are not in before.
 func newKeys(before, after []string) []string {
 	var added []string
@@ -79,38 +117,7 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 	// fresh connection (a CI run under load saw the Lock after the
 	// restart fenced so).
 	t.Run("restart", func(t *testing.T) {
-		srv := integrationRedis(t, integration.Options{Persist: true})
-		rc := raw(t, srv)
-		n := name(t)
-		// The release's latch: the one its Unlock wrote, found after the
-		// restart. The cleaner deletes it latchFlushDelay (200 ms) after
-		// the Unlock; on a busy machine the kill may come later, and the
-		// round is made again, with a new Client (whose connections the
-		// last restart did not break: its Unlock is answered at once) on
-		// a new name: the restart must find the latch in Redis.
-		var (
-			c     *lock.Client
-			latch string
-			added []string
-		)
-		for round := 0; latch == ""; round++ {
-			if round == 3 {
-				t.Fatalf("in 3 rounds the restart never found the release's latch (last: %v): the cleaner deleted it before the kill, and the test tests nothing", added)
-			}
-			if round > 0 {
-				n = name(t)
-			}
-			c = newClient(t, lock.Config{CommandTimeout: 500 * time.Millisecond}, srv)
-			h, err := c.Mutex(n).Lock(bg())
-			must(t, err)
-			must(t, h.Unlock(bg())) // answered: its latch is the Client's to delete
-			must(t, srv.Kill(bg()))
-			must(t, srv.Restart(bg(), integration.RestartOptions{KeepData: true, Delay: 1500 * time.Millisecond}))
-			rc = raw(t, srv) // the test's own connection broke with the restart
-			if added = releaseLatchesOf(t, rc, n); len(added) == 1 {
-				latch = added[0]
-			}
-		}
+		c, rc, n, latch := latchAcrossRestart(t, integrationRedis(t, integration.Options{Persist: true}))
 		// The Client works after the restart (its first requests may
 		// meet broken connections).
 		warm := c.Mutex(n + ":warm")
@@ -124,11 +131,7 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond) // polled: the Client's reconnect has no signal outside it
 		}
-		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
-		defer cancel()
-		if err := c.Close(ctx); err != nil {
-			t.Logf("Close: %v", err)
-		}
+		closeWithin(t, c)
 		if exists(t, rc, latch) {
 			t.Fatalf("after Close the Client left the latch %s of a release answered before the restart", latch)
 		}
@@ -139,35 +142,10 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 	// reader meanwhile), and Close's last batch of deletes is the first
 	// request after the restart.
 	t.Run("restart then close", func(t *testing.T) {
-		srv := integrationRedis(t, integration.Options{Persist: true})
-		var (
-			c  *lock.Client
-			rc rueidis.Client
-			ls []string
-		)
-		// Made again, with a new Client on a new name, when the cleaner
-		// deleted the latch before the kill (a busy machine).
-		for round := 0; len(ls) != 1; round++ {
-			if round == 3 {
-				t.Fatalf("in 3 rounds the restart never found the release's latch (last: %v): the test tests nothing", ls)
-			}
-			c = newClient(t, lock.Config{CommandTimeout: 500 * time.Millisecond}, srv)
-			n := name(t)
-			h, err := c.Mutex(n).Lock(bg())
-			must(t, err)
-			must(t, h.Unlock(bg())) // answered: its latch is the Client's to delete
-			must(t, srv.Kill(bg()))
-			must(t, srv.Restart(bg(), integration.RestartOptions{KeepData: true, Delay: 1500 * time.Millisecond}))
-			rc = raw(t, srv)
-			ls = releaseLatchesOf(t, rc, n)
-		}
-		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
-		defer cancel()
-		if err := c.Close(ctx); err != nil {
-			t.Logf("Close: %v", err)
-		}
-		if exists(t, rc, ls[0]) {
-			t.Fatalf("Close right after a restart left the latch %s of a release answered before it", ls[0])
+		c, rc, _, latch := latchAcrossRestart(t, integrationRedis(t, integration.Options{Persist: true}))
+		closeWithin(t, c)
+		if exists(t, rc, latch) {
+			t.Fatalf("Close right after a restart left the latch %s of a release answered before it", latch)
 		}
 	})
 	// P1-87: Unlock while the server answers OOM (unconfirmed), memory is
@@ -202,11 +180,7 @@ func TestNoLatchLeftAfterClose(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond) // polled: the settlement has no signal outside the Client
 		}
-		ctx, cancel := context.WithTimeout(bg(), 5*time.Second)
-		defer cancel()
-		if err := c.Close(ctx); err != nil {
-			t.Logf("Close: %v", err)
-		}
+		closeWithin(t, c)
 		left := newKeys(before, latchesOf(t, rc, n))
 		switch {
 		case !cut && len(left) != 0:

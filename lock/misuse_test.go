@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // callAll calls every exported method of v (a pointer, nil or not) with
@@ -179,10 +180,7 @@ func TestNotALock(t *testing.T) {
 			// An earlier subtest's answered release leaves its latch
 			// until the cleaner deletes it, 200 ms later: not a change
 			// these calls made. Latches of key itself stay in the dump.
-			own := "redisson_unlock_latch:{" + key + "}:"
-			if strings.Contains(key, "{") {
-				own = "redisson_unlock_latch:" + key + ":"
-			}
+			own := reentrant.LatchName(key, "")
 			ks = slices.DeleteFunc(ks, func(k string) bool {
 				return strings.HasPrefix(k, "redisson_unlock_latch:") && !strings.HasPrefix(k, own)
 			})
