@@ -56,26 +56,41 @@ import (
 // is sent directly: it is registered by its deadline (made unique to the
 // nanosecond), and the connection whose SetDeadline names that deadline
 // is the one that awaits its reply (shakingConn.cur), until the first
-// bytes of a reply are read. When the caller's ctx ends meanwhile, that
+// bytes of a reply are read; a batch's (DoMulti: a request with its
+// WAIT, which rueidis sends on a connection of its own), until the send
+// returns, so that a cancellation ends a WAIT pending after the script
+// answered too (the whole batch's outcome is then unknown, as when its
+// deadline passes). When the caller's ctx ends meanwhile, that
 // connection's read deadline is set to now: rueidis's read returns a
 // timeout, it closes the connection, and the caller gets the send's
 // deadline error at once, which the code that sent the request reads as
 // a lost answer (its outcome unknown: recorded and settled, as for a
 // deadline). Nothing else is cut: a connection awaits at most one direct
 // request at a time; a cut that comes after the reply began, or after
-// another request set the connection's deadline, does nothing; and a cut
-// is made only while no other request of the Client is in flight
-// (sending), since rueidis fails the requests queued behind the cut one
-// on its pipe when it closes the connection: the cancelled call then
-// returns at its send's deadline, as before (so does one whose reply has
-// begun). An armed send's deadline is moved a nanosecond or more earlier,
-// so that no other request's deadline names it. When rueidis shortens the
-// deadline (its ConnWriteTimeout) no connection names it, and the send is
-// bounded by that deadline, as before. Only New's connections are
-// tracked; a Client of FromClient keeps that bound. Requests an
-// application sends on Client.Redis() are not counted: one that arrives
-// while a cut request is alone in flight may fail with it (rueidis
-// retries a read-only command).
+// another request set the connection's deadline (rueidis clears it when
+// it switches the connection to pipelining), does nothing (a cancelled
+// call whose reply has begun returns with its answer or at its deadline).
+//
+// A cut connection is severed: from the cut on, its every read and write
+// fails with errCut, and its deadline stays now. rueidis fails with that
+// error every request it queued behind the cut one on the connection
+// (they arrived while it was alone in flight, and rueidis writes them
+// only once it returned), and closes it. So errCut on any request but
+// the cut one tells that the request was never written: boundRC sends it
+// again (its Completed is not recycled: rueidis keeps a command that
+// failed), on a connection made again. A cut thus fails no other request
+// of the Client's, whatever else is in flight, and a cancelled call
+// returns at its cancellation beside the Client's other requests (until
+// 2026-11-30 a cut was made only while the cut request was the Client's
+// only one in flight, and a cancelled call returned at its deadline
+// otherwise). An armed send's deadline is moved a nanosecond or more
+// earlier, so that no other request's deadline names it. When rueidis
+// shortens the deadline (its ConnWriteTimeout) no connection names it,
+// and the send is bounded by that deadline, as before. Only New's
+// connections are tracked; a Client of FromClient keeps that bound.
+// Requests an application sends on Client.Redis() do not go through
+// boundRC: one queued behind a cut request fails with errCut, which says
+// it was not sent.
 
 // dials tracks when a connection of a Client may be in the making.
 type dials struct {
@@ -96,11 +111,6 @@ type dials struct {
 	// tracked: the connections are dial's (a Client of New), so a
 	// caller's cancellation can cut the read of its reply.
 	tracked bool
-	// sending counts the Client's requests in flight through boundRC
-	// (callers', settlers', the background's): a cut is made only while
-	// the cut send is the only one, since rueidis fails every request
-	// queued behind it on its pipe when the connection closes.
-	sending atomic.Int64
 	armed   atomic.Int64 // sends registered in sends
 	smu     sync.Mutex
 	sends   map[int64]*sendCtx // armed sends by deadline (Unix ns); guarded by smu
@@ -234,16 +244,33 @@ func (d *dials) dial(ctx context.Context, dst string, nd *net.Dialer, cfg *tls.C
 	return sc, nil
 }
 
+// errCut is the error of every read and write on a connection severed
+// for a caller's cancellation (Cancellations, above). rueidis gives it to
+// the cut request and to every request queued behind it, none of which
+// was written.
+var errCut = errors.New("rlock: connection closed to end a cancelled call's wait; a request that fails with this error was not sent")
+
 // shakingConn is a connection dialled by dials.dial: counted as shaking
 // until its first read returns or it is closed; and the armed send whose
-// reply it awaits, if any (Cancellations, above).
+// reply it awaits, if any, and whether it was severed for that send's
+// cancellation (Cancellations, above).
 type shakingConn struct {
 	net.Conn
 	d    *dials
 	done atomic.Bool
 
-	mu  sync.Mutex // orders cur's changes and a cut's deadline
-	cur atomic.Pointer[sendCtx]
+	mu      sync.Mutex // orders cur's changes and a cut's deadline
+	cur     atomic.Pointer[sendCtx]
+	severed atomic.Bool // set once, under mu, by the cut
+}
+
+// sever cuts the connection for s, the armed send whose reply it awaits:
+// its deadline is now from here on, and every read and write fails with
+// errCut. Under c.mu.
+func (c *shakingConn) sever(s *sendCtx) {
+	c.severed.Store(true)
+	s.cutMade.Store(true)
+	_ = c.Conn.SetDeadline(time.Now())
 }
 
 // SetDeadline implements net.Conn: rueidis sets a request's deadline just
@@ -254,10 +281,11 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 	s := c.d.sendAt(t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.d.cut.Load() {
-		// Teardown gave up on the connection: its deadline stays now.
-		// rueidis reads without writing first in one place, the reader
-		// it starts for pub/sub hooks after clearing the deadline.
+	if c.d.cut.Load() || c.severed.Load() {
+		// Teardown gave up on the connection, or it was cut: its
+		// deadline stays now. rueidis reads without writing first in one
+		// place, the reader it starts for pub/sub hooks after clearing
+		// the deadline.
 		return c.Conn.SetDeadline(time.Now())
 	}
 	if s == nil && c.cur.Load() == nil {
@@ -271,21 +299,20 @@ func (c *shakingConn) SetDeadline(t time.Time) error {
 		s = nil // s awaits its reply on another connection
 	}
 	c.cur.Store(s)
-	if cut && c.d.sending.Load() <= 1 {
-		t = time.Now()
-		s.cutMade.Store(true)
+	if cut {
+		c.sever(s)
+		return nil
 	}
 	return c.Conn.SetDeadline(t)
 }
 
-// cut sets the read deadline to now when the connection still awaits s's
-// reply, none of which has been read.
+// cut severs the connection when it still awaits s's reply, none of
+// which has been read.
 func (c *shakingConn) cut(s *sendCtx) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur.Load() == s && c.d.sending.Load() <= 1 {
-		_ = c.Conn.SetReadDeadline(time.Now())
-		s.cutMade.Store(true)
+	if c.cur.Load() == s {
+		c.sever(s)
 	}
 }
 
@@ -305,19 +332,28 @@ func (c *shakingConn) shaken() {
 // Read implements net.Conn.
 func (c *shakingConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
+	if err != nil && c.severed.Load() {
+		err = errCut
+	}
 	c.shaken()
-	if n > 0 && c.cur.Load() != nil {
-		// A reply has begun: no cut from now on.
-		c.mu.Lock()
-		c.cur.Store(nil)
-		c.mu.Unlock()
+	if n > 0 {
+		if s := c.cur.Load(); s != nil && !s.batch {
+			// A reply has begun: no cut from now on (a batch's: until
+			// the send returns).
+			c.mu.Lock()
+			c.cur.CompareAndSwap(s, nil)
+			c.mu.Unlock()
+		}
 	}
 	return n, err
 }
 
 // Write implements net.Conn: it fails once the Client's teardown gave up
-// on its connections (dials.cut).
+// on its connections (dials.cut), or the connection was severed.
 func (c *shakingConn) Write(b []byte) (int, error) {
+	if c.severed.Load() {
+		return 0, errCut
+	}
 	if c.d.cut.Load() {
 		return 0, net.ErrClosed
 	}
@@ -386,8 +422,19 @@ func (b *boundRC) ends(ctx context.Context) <-chan struct{} {
 	return ctx.Done()
 }
 
-// Do implements rueidis.Client.
+// Do implements rueidis.Client: cmd is sent again while it fails with
+// errCut, unsent behind a cut request (Cancellations, above).
 func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	for {
+		r := b.doOnce(ctx, cmd)
+		if r.NonRedisError() != errCut {
+			return r
+		}
+	}
+}
+
+// doOnce is one send of Do's.
+func (b *boundRC) doOnce(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	if err := ctx.Err(); err != nil {
 		// Never sent (rueidis would not send it either): no failure of
 		// the connection's.
@@ -417,33 +464,69 @@ func (b *boundRC) armable(ctx context.Context) *sendCtx {
 	return nil
 }
 
-// do sends cmd, counted in sending, and notes its failure unless armed's
-// connection was cut for its caller's cancellation (armed: the send's
-// armed context, or nil): that connection is made again by a dial the
-// Client tracks, so the cut opens no window of its own.
+// do sends cmd, and notes its failure unless it is a cut's (Cancellations,
+// above): a cut connection is made again by a dial the Client tracks, so
+// the cut opens no window of its own. When armed (the send's armed
+// context, or nil) was cut, its failure reads as its deadline: the
+// request's outcome is unknown.
 func (b *boundRC) do(ctx context.Context, armed *sendCtx, cmd rueidis.Completed) rueidis.RedisResult {
-	b.d.sending.Add(1)
 	r := b.Client.Do(ctx, cmd)
-	b.d.sending.Add(-1)
-	if armed == nil || !armed.cutMade.Load() {
-		b.d.saw(r.NonRedisError())
+	if err := r.NonRedisError(); err != nil {
+		if armed != nil && armed.cutMade.Load() {
+			return rueidis.NewErrorResult(context.DeadlineExceeded)
+		}
+		if err != errCut {
+			b.d.saw(err)
+		}
 	}
 	return r
 }
 
 // doMulti is do for a batch.
 func (b *boundRC) doMulti(ctx context.Context, armed *sendCtx, multi []rueidis.Completed) []rueidis.RedisResult {
-	b.d.sending.Add(1)
 	rs := b.Client.DoMulti(ctx, multi...)
-	b.d.sending.Add(-1)
-	if armed == nil || !armed.cutMade.Load() {
-		b.sawAll(rs)
+	if armed != nil && armed.cutMade.Load() {
+		for k, r := range rs {
+			if r.NonRedisError() != nil {
+				rs[k] = rueidis.NewErrorResult(context.DeadlineExceeded)
+			}
+		}
+		return rs
 	}
-	return rs
+	return b.sawAll(rs)
 }
 
-// DoMulti implements rueidis.Client.
+// DoMulti implements rueidis.Client: the commands that fail with errCut,
+// unsent behind a cut request (Cancellations, above), are sent again
+// until none does.
 func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	rs := b.doMultiOnce(ctx, multi)
+	for {
+		var again []int
+		for k, r := range rs {
+			if r.NonRedisError() == errCut {
+				again = append(again, k)
+			}
+		}
+		if again == nil {
+			return rs
+		}
+		if len(again) == len(multi) {
+			rs = b.doMultiOnce(ctx, multi)
+			continue
+		}
+		sub := make([]rueidis.Completed, len(again))
+		for i, k := range again {
+			sub[i] = multi[k]
+		}
+		for i, r := range b.doMultiOnce(ctx, sub) {
+			rs[again[i]] = r
+		}
+	}
+}
+
+// doMultiOnce is one send of DoMulti's.
+func (b *boundRC) doMultiOnce(ctx context.Context, multi []rueidis.Completed) []rueidis.RedisResult {
 	if err := ctx.Err(); err != nil {
 		return errResults(err, len(multi))
 	}
@@ -455,6 +538,7 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 	if s == nil {
 		return b.doMulti(ctx, nil, multi)
 	}
+	s.batch = true
 	b.d.arm(s)
 	defer b.d.disarm(s)
 	return b.doMulti(ctx, s, multi)
@@ -492,7 +576,7 @@ func errResults(err error, n int) []rueidis.RedisResult {
 
 func (b *boundRC) sawAll(rs []rueidis.RedisResult) []rueidis.RedisResult {
 	for _, r := range rs {
-		if err := r.NonRedisError(); err != nil {
+		if err := r.NonRedisError(); err != nil && err != errCut {
 			b.d.saw(err)
 			break
 		}

@@ -36,29 +36,51 @@ const cancelledCT = 2 * time.Second
 // the outcome of a cut call (an error; an Unlock's "unconfirmed", its
 // Held's context done), and leave the lock free within a lease of the
 // master's resumption. The overrun past the cancellation is logged.
+//
+// beside: another goroutine's TryLock of the same Client, whose ctx cannot
+// end, is in flight to the stopped master first (on another of the
+// Client's connections, or with the cancelled call queued behind it on
+// the same one). Until 2026-11-30 the cancelled TryLock, Lock and Unlock
+// then returned 1.9 s after the cancellation (CommandTimeout 2 s): a cut
+// was made only while the cut request was the Client's only one in
+// flight. The TryLock beside must be granted once the master resumes: a
+// cut fails no other request.
 func TestBoundCancelledCallsWhileTheMasterIsStopped(t *testing.T) {
-	for _, what := range []string{"TryLock", "Lock", "Unlock", "ForceUnlock"} {
-		t.Run(what, func(t *testing.T) {
-			srv := integrationRedis(t)
-			lease := 5 * time.Second
-			c := newClient(t, lock.Config{WatchdogTimeout: lease, CommandTimeout: cancelledCT}, srv)
-			other := newClient(t, lock.Config{}, srv)
-			warm(t, c)
-			n := name(t)
-			var h *lock.Held
-			if what == "Unlock" {
-				var err error
-				h, err = c.Mutex(n).Lock(bg())
-				must(t, err)
-			}
-			resume := pause(t, srv)
-			call, end := cancelCallInFlight(c, what, n, h)
-			r := awaitCall(t, what+" cancelled in flight, master stopped", call, end, resume)
-			checkBound(t, what+" cancelled in flight, master stopped", r, end, boundSlack)
-			checkCutOutcome(t, what+" cancelled in flight", r, h)
-			resume()
-			freeWithinALease(t, other, n, lease)
-		})
+	for _, beside := range []bool{false, true} {
+		for _, what := range []string{"TryLock", "Lock", "Unlock", "ForceUnlock"} {
+			t.Run(map[bool]string{false: "alone", true: "beside"}[beside]+"/"+what, func(t *testing.T) {
+				srv := integrationRedis(t)
+				lease := 5 * time.Second
+				c := newClient(t, lock.Config{WatchdogTimeout: lease, CommandTimeout: cancelledCT}, srv)
+				other := newClient(t, lock.Config{}, srv)
+				warm(t, c)
+				n := name(t)
+				var h *lock.Held
+				if what == "Unlock" {
+					var err error
+					h, err = c.Mutex(n).Lock(bg())
+					must(t, err)
+				}
+				resume := pause(t, srv)
+				var besideCall <-chan returned
+				if beside {
+					besideCall = goAcquire(func() (*lock.Held, error) { return c.Mutex(n + ":beside").TryLock(bg()) })
+					time.Sleep(50 * time.Millisecond) // the fault's timing: its request on the wire first (the master is stopped: nothing signals it)
+				}
+				call, end := cancelCallInFlight(c, what, n, h)
+				r := awaitCall(t, what+" cancelled in flight, master stopped", call, end, resume)
+				checkBound(t, what+" cancelled in flight, master stopped", r, end, boundSlack)
+				checkCutOutcome(t, what+" cancelled in flight", r, h)
+				resume()
+				if beside {
+					b := awaitCall(t, "the TryLock beside", besideCall, time.Now(), func() {})
+					if b.err == nil || b.err.Error() != "granted" {
+						t.Errorf("the TryLock beside, whose ctx cannot end, = %v, want granted once the master resumed", b.err)
+					}
+				}
+				freeWithinALease(t, other, n, lease)
+			})
+		}
 	}
 }
 
@@ -233,11 +255,11 @@ func TestBoundCancellationsCutOnlyTheirOwnRequest(t *testing.T) {
 // review of a6c64cb found it did): in standalone mode every command of a
 // Client goes to one connection, and a request that arrives while
 // another is alone in flight is queued behind it; rueidis fails the
-// queued ones when it closes a cut connection. So a cut is made only
-// while the cut request is the Client's only one: here b's request is
-// queued behind a's when a is cancelled, and b, whose ctx cannot end,
-// must succeed once the master resumes. a then returns at its request's
-// answer (or deadline), as before the cut existed.
+// queued ones when it closes a cut connection. Here b's request is
+// queued behind a's when a is cancelled: b, whose ctx cannot end, must
+// succeed once the master resumes, and a must return at its cancellation
+// (until 2026-11-30 a cut was made only while the cut request was the
+// Client's only one in flight, and a returned at its CommandTimeout).
 func TestBoundCancellationFailsNoQueuedRequest(t *testing.T) {
 	for _, what := range []string{"ForceUnlock", "RemainingTTL", "TryLock"} {
 		t.Run(what, func(t *testing.T) {
@@ -266,12 +288,11 @@ func TestBoundCancellationFailsNoQueuedRequest(t *testing.T) {
 					return err
 				})
 				time.Sleep(100 * time.Millisecond) // b's request queued behind a's
+				end := time.Now()
 				cancel()
-				// The fault's timing: a cut, had one been made, has closed the
-				// connection (and failed b) before the master answers.
-				time.Sleep(50 * time.Millisecond)
+				ra := awaitCall(t, "a", a, end, resume)
+				checkBound(t, fmt.Sprintf("try %d: a TryLock cancelled with b queued behind it, master stopped", try), ra, end, boundSlack)
 				resume()
-				ra := awaitCall(t, "a", a, time.Now(), resume)
 				rb := awaitCall(t, "b", b, time.Now(), resume)
 				t.Logf("try %d: a (cancelled): %v; b (a ctx that cannot end): %v", try, ra.err, rb.err)
 				if ra.err == nil {
@@ -352,5 +373,39 @@ func TestBoundCancelledCallsOnAnAlwaysPipeliningClient(t *testing.T) {
 				freeWithinALease(t, other, n, lease)
 			})
 		}
+	}
+}
+
+// The replica-sync gap (docs/safety.md): a TryLock, Lock or Unlock of a
+// Client of New with replica sync, whose ctx is cancelled while its
+// script has answered and its WAIT is pending (the replica is stopped,
+// so WAIT waits its whole timeout), returns at its cancellation, with a
+// cut call's outcome; the lock is free within a lease afterwards. Until
+// 2026-11-30 the script's answer ended the watch, and the call returned
+// when WAIT answered (its 2 s timeout).
+func TestBoundCancelledCallsWithAWaitPending(t *testing.T) {
+	for _, what := range []string{"TryLock", "Lock", "Unlock"} {
+		t.Run(what, func(t *testing.T) {
+			master, replica := withReplica(t)
+			lease := 5 * time.Second
+			c := newClient(t, lock.Config{WatchdogTimeout: lease, CommandTimeout: cancelledCT, ReplicaSyncTimeout: 2 * time.Second}, master)
+			other := newClient(t, lock.Config{ReplicaSyncTimeout: -1}, master)
+			warm(t, c)
+			n := name(t)
+			var h *lock.Held
+			if what == "Unlock" {
+				var err error
+				h, err = c.Mutex(n).Lock(bg())
+				must(t, err)
+			}
+			must(t, replica.Pause(bg()))
+			t.Cleanup(func() { _ = replica.Resume(context.Background()) })
+			call, end := cancelCallInFlight(c, what, n, h)
+			what := what + " cancelled with its WAIT pending, replica stopped"
+			r := awaitCall(t, what, call, end, func() { _ = replica.Resume(bg()) })
+			checkBound(t, what, r, end, boundSlack)
+			checkCutOutcome(t, what, r, h)
+			freeWithinALease(t, other, n, lease)
+		})
 	}
 }

@@ -40,11 +40,14 @@ type sendCtx struct {
 	// An armed send (bounded.go, Cancellations): under mu, the connection
 	// that awaits its reply and whether the send has returned; cutMade,
 	// whether that connection was cut for it; stopCut, the watch of the
-	// caller's ctx, which only the sending goroutine touches.
+	// caller's ctx, which only the sending goroutine touches; batch,
+	// armed by DoMulti (watched until the send returns, not only until its
+	// reply begins), set by the sending goroutine before it arms the send.
 	conn     *shakingConn
 	disarmed bool
 	cutMade  atomic.Bool
 	stopCut  func() bool
+	batch    bool
 }
 
 // watchable reports whether s is a caller's send whose ctx can end
