@@ -202,11 +202,13 @@ func firstNode(rc rueidis.Client) string {
 // connections may all be in use by the application's blocking commands.
 //
 // A call whose ctx is cancelled (rather than past its deadline) while
-// another request of the Client is in flight returns only at its
-// request's answer or CommandTimeout on a Client of New (Mutex.Lock),
-// since rueidis serves a request alone on its connection bounded by its
-// deadline only. An application that needs every cancellation honoured
-// at once gives FromClient a rueidis client with AlwaysPipelining: rueidis
+// its request is alone on its connection returns only at the request's
+// answer or CommandTimeout on a Client of FromClient (Mutex.Lock), since
+// rueidis serves such a request bounded by its deadline only; a Client
+// of New, which dials its connections itself, cuts the request's
+// connection instead. An application that needs every cancellation
+// honoured at once on a Client of FromClient gives it a rueidis client
+// with AlwaysPipelining: rueidis
 // then returns at the ctx's end itself, and the request is settled in the
 // background as any cut one. Except while the request waits for its
 // connection to be made, on the caller's goroutine, bounded by rc's

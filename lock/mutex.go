@@ -123,17 +123,15 @@ func Fenced() Option {
 // that does not answer: that request is settled in the background, and
 // a grant it may have made is released (or expires with its lease); a
 // fair Lock's place in the queue is left in the background too. This
-// holds for a ctx cancelled as for one past its deadline, with one
-// exception: a ctx cancelled (rather than past its deadline) while the
-// request is alone on its connection ends the call only at the request's
-// answer or CommandTimeout, since rueidis bounds such a request by its
-// deadline, when another request of the Client is in flight (cutting the
-// connection would fail it too), on a Client of FromClient (whose
-// connections are the application's), and while a request with replica
-// sync waits for its WAIT, once the script has answered. A Client of
-// FromClient on a rueidis client with AlwaysPipelining returns at the
-// cancellation with other requests in flight too, once its connections
-// are made: rueidis then watches the ctx itself, at some cost in latency
+// holds for a ctx cancelled as for one past its deadline, whatever else
+// the Client has in flight, with one exception: on a Client of
+// FromClient (whose connections are the application's), a ctx cancelled
+// (rather than past its deadline) while the request is alone on its
+// connection ends the call only at the request's answer or
+// CommandTimeout, since rueidis bounds such a request by its deadline.
+// A Client of FromClient on a rueidis client with AlwaysPipelining
+// returns at the cancellation too, once its connections are made:
+// rueidis then watches the ctx itself, at some cost in latency
 // (FromClient).
 //
 // May return ErrNotAcquired (joined with ctx's error), ErrClosed,
