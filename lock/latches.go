@@ -136,8 +136,9 @@ func (lc *latchCleaner) delete(ctx context.Context, batch []latch) []latch {
 
 // deleteWith deletes batch with send, latchBatch at a time, each batch in
 // one round trip bounded by one CommandTimeout, and returns the latches
-// whose delete got no answer (or was not sent: ctx ended) and that have
-// not expired by themselves.
+// whose delete got no answer (or was not sent: ctx ended), or a transient
+// error reply (BUSY, LOADING, READONLY, TRYAGAIN, MASTERDOWN: classify's
+// ErrUnavailable), and that have not expired by themselves.
 func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func(context.Context, []rueidis.Completed) []rueidis.RedisResult) []latch {
 	var again []latch
 	for len(batch) > 0 {
@@ -161,7 +162,7 @@ func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func
 			if err == nil {
 				continue
 			}
-			if _, answered := rueidis.IsRedisErr(err); !answered && time.Since(k.at) < lc.ttl {
+			if classify(err) == ErrUnavailable && time.Since(k.at) < lc.ttl {
 				again = append(again, k)
 			}
 		}

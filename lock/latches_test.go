@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // Issue 29, stage 4: unlock latches (misuse-and-faults-2 P1-85, P1-87,
@@ -333,4 +334,82 @@ func TestLatchesAreDeletedUnderLoad(t *testing.T) {
 	if left != 0 {
 		t.Errorf("2 s after %d answered unlocks (%.0f/s), %d unlock latches are still in Redis", total, rate, left)
 	}
+}
+
+// A latch DEL answered with a transient error reply is sent again. Here
+// the DEL of an answered release's latch reaches the master while a
+// script of another client keeps it busy (busy-reply-threshold 100 ms),
+// and the master answers BUSY; once the script is killed, the latch must
+// be gone within a few of the cleaner's retry delays. Until 2026-11-30 any
+// error reply counted as an answer, and the latch stayed until it
+// expired (LOADING, TRYAGAIN, MASTERDOWN and the like are the same case).
+func TestLatchDeleteAnsweredBusyIsSentAgain(t *testing.T) {
+	srv := integrationRedis(t)
+	rc := raw(t, srv)
+	must(t, do(t, rc, "CONFIG", "SET", "busy-reply-threshold", "100").Error())
+	c := newClient(t, lock.Config{}, srv)
+	warm(t, c)
+	n := name(t)
+	prefix := reentrant.LatchName(n, "")
+	inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
+		return len(cmd) > 1 && strings.EqualFold(cmd[0], "DEL") && strings.HasPrefix(cmd[1], prefix)
+	}), Action: integration.DelayRequest(600 * time.Millisecond)})
+	busyBefore := busyErrors(t, rc)
+
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	must(t, h.Unlock(bg()))
+	if len(latchesOf(t, rc, n)) != 1 {
+		t.Fatalf("latches after an answered Unlock = %v, want its one latch", latchesOf(t, rc, n))
+	}
+	// Another client's script keeps the master busy while the DEL, held
+	// 600 ms by the proxy, arrives.
+	script := raw(t, srv)
+	busy := make(chan error, 1)
+	go func() {
+		busy <- script.Do(context.Background(), script.B().Eval().Script("while true do end").Numkeys(0).Build()).Error()
+	}()
+	killer := raw(t, srv)
+	probes := int64(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := do(t, killer, "PING").Error() // answered BUSY once the script has run 100 ms
+		if err != nil && strings.HasPrefix(err.Error(), "BUSY") {
+			probes++
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the master never answered BUSY: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // the server has no event for it
+	}
+	time.Sleep(800 * time.Millisecond) // the fault's timing: the held DEL reaches the busy master
+	must(t, do(t, killer, "SCRIPT", "KILL").Error())
+	<-busy
+	if got := busyErrors(t, rc) - busyBefore - probes; got < 1 {
+		t.Fatalf("no BUSY reply but the test's own (%d): the DEL did not meet the busy master, and the test exercised nothing", probes)
+	}
+	const within = 5 * time.Second // five of the cleaner's 1 s retry delays
+	deadline = time.Now().Add(within)
+	for len(latchesOf(t, rc, n)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the latch of an answered Unlock whose DEL was answered BUSY is left %v after the master was free again: %v", within, latchesOf(t, rc, n))
+		}
+		time.Sleep(50 * time.Millisecond) // polling Redis: the cleaner signals nothing
+	}
+}
+
+// busyErrors is how many BUSY error replies the server has given.
+func busyErrors(t *testing.T, rc rueidis.Client) int64 {
+	t.Helper()
+	info, err := do(t, rc, "INFO", "errorstats").ToString()
+	must(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_BUSY:count="); ok {
+			var k int64
+			_, _ = fmt.Sscan(v, &k)
+			return k
+		}
+	}
+	return 0
 }
