@@ -61,11 +61,10 @@ import (
 // returns, so that a cancellation ends a WAIT pending after the script
 // answered too (the whole batch's outcome is then unknown, as when its
 // deadline passes). When the caller's ctx ends meanwhile, that
-// connection's read deadline is set to now: rueidis's read returns a
-// timeout, it closes the connection, and the caller gets the send's
-// deadline error at once, which the code that sent the request reads as
-// a lost answer (its outcome unknown: recorded and settled, as for a
-// deadline). Nothing else is cut: a connection awaits at most one direct
+// connection is severed (below): rueidis's read fails at once, it closes
+// the connection, and the caller gets the send's deadline error, which
+// the code that sent the request reads as a lost answer (its outcome
+// unknown: recorded and settled, as for a deadline). Nothing else is cut: a connection awaits at most one direct
 // request at a time; a cut that comes after the reply began, or after
 // another request set the connection's deadline (rueidis clears it when
 // it switches the connection to pipelining), does nothing (a cancelled
@@ -78,8 +77,12 @@ import (
 // only once it returned), and closes it. So errCut on any request but
 // the cut one tells that the request was never written: boundRC sends it
 // again (its Completed is not recycled: rueidis keeps a command that
-// failed), on a connection made again. A cut thus fails no other request
-// of the Client's, whatever else is in flight, and a cancelled call
+// failed), on a connection made again, through a worker when it is sent
+// on a caller's behalf (againEnds), up to resends times. A cut thus fails
+// no other request sent through boundRC, whatever else is in flight
+// (rueidis gives ErrClosing instead of errCut to requests queued while it
+// closes the connection itself, and those are not sent again), and a
+// cancelled call
 // returns at its cancellation beside the Client's other requests (until
 // 2026-11-30 a cut was made only while the cut request was the Client's
 // only one in flight, and a cancelled call returned at its deadline
@@ -413,7 +416,29 @@ func (b *boundRC) on(node rueidis.Client) rueidis.Client {
 // is being made, or ctx is not a caller's (a settler's send, or one that
 // cannot end).
 func (b *boundRC) ends(ctx context.Context) <-chan struct{} {
-	if b.lend == nil || !b.d.making() {
+	if !b.d.making() {
+		return nil
+	}
+	return b.callerEnds(ctx)
+}
+
+// againEnds is ends for a request sent again after errCut (again), which
+// is handed to a worker whether or not a dial has started yet: the
+// requests queued behind a cut one are all sent again at once, before the
+// first of them starts making the connection again, and the others then
+// wait for that dial in rueidis without looking at their ctx (review of
+// 64db129: a cancelled TryLock returned 1.8 s late).
+func (b *boundRC) againEnds(ctx context.Context, again bool) <-chan struct{} {
+	if again {
+		return b.callerEnds(ctx)
+	}
+	return b.ends(ctx)
+}
+
+// callerEnds is ctx's Done when ctx is a caller's and the Client lends
+// workers (b is not the background's), else nil.
+func (b *boundRC) callerEnds(ctx context.Context) <-chan struct{} {
+	if b.lend == nil {
 		return nil
 	}
 	if s, ok := ctx.(*sendCtx); ok && !s.caller {
@@ -422,25 +447,33 @@ func (b *boundRC) ends(ctx context.Context) <-chan struct{} {
 	return ctx.Done()
 }
 
+// resends is how many times a request failed with errCut is sent again
+// at most: each needs another cut (or a connection that failed with one),
+// so a few is plenty; the bound keeps a client whose connections keep
+// failing so (rueidis stores a failed dial's error on its dead wire) from
+// spinning until the ctx ends. What still fails so reads as an unknown
+// outcome, as any failure without an answer.
+const resends = 4
+
 // Do implements rueidis.Client: cmd is sent again while it fails with
 // errCut, unsent behind a cut request (Cancellations, above).
 func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	for {
-		r := b.doOnce(ctx, cmd)
-		if r.NonRedisError() != errCut {
-			return r
-		}
+	r := b.doOnce(ctx, cmd, false)
+	for k := 0; k < resends && r.NonRedisError() == errCut; k++ {
+		r = b.doOnce(ctx, cmd, true)
 	}
+	return r
 }
 
-// doOnce is one send of Do's.
-func (b *boundRC) doOnce(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+// doOnce is one send of Do's; again: cmd was queued behind a cut request
+// (againEnds).
+func (b *boundRC) doOnce(ctx context.Context, cmd rueidis.Completed, again bool) rueidis.RedisResult {
 	if err := ctx.Err(); err != nil {
 		// Never sent (rueidis would not send it either): no failure of
 		// the connection's.
 		return rueidis.NewErrorResult(err)
 	}
-	if end := b.ends(ctx); end != nil { // the closure only here: none on the hot path
+	if end := b.againEnds(ctx, again); end != nil { // the closure only here: none on the hot path
 		return handOff(b, ctx, end, func() rueidis.RedisResult { return b.do(ctx, nil, cmd) }, rueidis.NewErrorResult)
 	}
 	s := b.armable(ctx)
@@ -497,11 +530,11 @@ func (b *boundRC) doMulti(ctx context.Context, armed *sendCtx, multi []rueidis.C
 }
 
 // DoMulti implements rueidis.Client: the commands that fail with errCut,
-// unsent behind a cut request (Cancellations, above), are sent again
-// until none does.
+// unsent behind a cut request (Cancellations, above), are sent again, up
+// to resends times.
 func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
-	rs := b.doMultiOnce(ctx, multi)
-	for {
+	rs := b.doMultiOnce(ctx, multi, false)
+	for range resends {
 		var again []int
 		for k, r := range rs {
 			if r.NonRedisError() == errCut {
@@ -512,25 +545,26 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 			return rs
 		}
 		if len(again) == len(multi) {
-			rs = b.doMultiOnce(ctx, multi)
+			rs = b.doMultiOnce(ctx, multi, true)
 			continue
 		}
 		sub := make([]rueidis.Completed, len(again))
 		for i, k := range again {
 			sub[i] = multi[k]
 		}
-		for i, r := range b.doMultiOnce(ctx, sub) {
+		for i, r := range b.doMultiOnce(ctx, sub, true) {
 			rs[again[i]] = r
 		}
 	}
+	return rs
 }
 
-// doMultiOnce is one send of DoMulti's.
-func (b *boundRC) doMultiOnce(ctx context.Context, multi []rueidis.Completed) []rueidis.RedisResult {
+// doMultiOnce is one send of DoMulti's (again: doOnce's).
+func (b *boundRC) doMultiOnce(ctx context.Context, multi []rueidis.Completed, again bool) []rueidis.RedisResult {
 	if err := ctx.Err(); err != nil {
 		return errResults(err, len(multi))
 	}
-	if end := b.ends(ctx); end != nil {
+	if end := b.againEnds(ctx, again); end != nil {
 		return handOff(b, ctx, end, func() []rueidis.RedisResult { return b.doMulti(ctx, nil, multi) },
 			func(err error) []rueidis.RedisResult { return errResults(err, len(multi)) })
 	}

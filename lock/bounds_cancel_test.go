@@ -429,3 +429,67 @@ func TestBoundCancelledCallsWithAWaitPending(t *testing.T) {
 		})
 	}
 }
+
+// Found by review of 64db129: requests queued behind a cut request fail
+// with errCut and are sent again at once, all together, before any dial
+// of the new connection started (a cut opens no window: making() is
+// false). The first to be sent again dials; the others waited for that
+// dial inside rueidis (mux._pipe, sync.WaitGroup) without looking at
+// their ctx: a cancelled TryLock b returned 1.8 s after its cancellation
+// (3 runs in 6 of 20 tries each), when the dialling request's handshake
+// gave up. Here 8 TryLocks whose ctx cannot end and 8 whose ctx is
+// cancelled 100 ms after a's cut are queued behind a's ForceUnlock; each
+// cancelled one must return at its cancellation, and each of the others
+// be granted once the master resumes.
+func TestBoundResentCallsQueuedBehindACutReturnAtTheirCtx(t *testing.T) {
+	srv := integrationRedis(t)
+	worst := time.Duration(0)
+	for try := range 20 {
+		c := newClient(t, lock.Config{CommandTimeout: cancelledCT}, srv)
+		for range 20 { // every pipelined connection dialled
+			warm(t, c)
+		}
+		time.Sleep(500 * time.Millisecond) // the latch cleaner done: no dial in the making when the fault comes
+		n := name(t)
+		resume := pause(t, srv)
+		actx, acancel := context.WithCancel(bg())
+		a := goCall(func() error { _, err := c.Mutex(n + ":a").ForceUnlock(actx); return err })
+		time.Sleep(100 * time.Millisecond) // a alone on the wire
+		var fixed []<-chan returned
+		for i := range 8 { // ctx cannot end
+			m := c.Mutex(fmt.Sprintf("%s:fixed:%d", n, i))
+			fixed = append(fixed, goAcquire(func() (*lock.Held, error) { return m.TryLock(bg()) }))
+		}
+		bctx, bcancel := context.WithCancel(bg())
+		var bs []<-chan returned
+		for i := range 8 {
+			m := c.Mutex(fmt.Sprintf("%s:b:%d", n, i))
+			bs = append(bs, goAcquire(func() (*lock.Held, error) { return m.TryLock(bctx) }))
+		}
+		time.Sleep(100 * time.Millisecond) // queued behind a
+		aend := time.Now()
+		acancel()
+		ra := awaitCall(t, "a", a, aend, resume)
+		checkBound(t, fmt.Sprintf("try %d: a", try), ra, aend, boundSlack)
+		time.Sleep(100 * time.Millisecond) // the resends are out; one of them dials, HELLO unanswered
+		bend := time.Now()
+		bcancel()
+		for i, b := range bs {
+			rb := awaitCall(t, "b", b, bend, resume)
+			over := rb.at.Sub(bend)
+			worst = max(worst, over)
+			t.Logf("try %d: b %d (cancelled %v after a's cut) returned %v after its ctx ended: %v", try, i, bend.Sub(aend).Round(time.Millisecond), over.Round(time.Millisecond), rb.err)
+			if over > boundSlack {
+				t.Errorf("try %d: b %d, queued behind a cut request and resent, returned %v after its ctx ended, more than %v", try, i, over.Round(time.Millisecond), boundSlack)
+			}
+		}
+		resume()
+		for i, f := range fixed {
+			rf := awaitCall(t, "fixed", f, time.Now(), resume)
+			if rf.err == nil || rf.err.Error() != "granted" {
+				t.Errorf("try %d: fixed %d = %v, want granted", try, i, rf.err)
+			}
+		}
+	}
+	t.Logf("worst overrun of a resent, cancelled call: %v", worst.Round(time.Millisecond))
+}
