@@ -171,8 +171,16 @@ func (w *worker) closeStopped(ctx context.Context, r *round, rng *rand.Rand, m w
 				// that a closed Client could not leave made a round's
 				// lock unusable past recoveryTimeout (docs/safety.md §5).
 				blocking := grng.IntN(10) < blockingShare && !w.fair
-				w.hold(ctx, r, grng, holdOpts{lk: w.lockerOn(cs, r.name), client: client, blocking: blocking,
-					timeout: deadline(grng), unlockTimeout: deadline(grng), maxWork: sharedWork, busy: true, track: set})
+				o := holdOpts{lk: w.lockerOn(cs, r.name), client: client, blocking: blocking,
+					timeout: deadline(grng), unlockTimeout: deadline(grng), maxWork: sharedWork, busy: true, track: set}
+				if grng.IntN(2) == 0 {
+					// Cancelled instead (since 2026-11-30): the Client's
+					// other calls are in flight on its other connections,
+					// which rueidis has not switched to pipelining.
+					o.cancelLock, o.timeout = o.timeout, 0
+					o.cancelUnlock, o.unlockTimeout = o.unlockTimeout, 0
+				}
+				w.hold(ctx, r, grng, o)
 			}
 		})
 	}
@@ -182,6 +190,10 @@ func (w *worker) closeStopped(ctx context.Context, r *round, rng *rand.Rand, m w
 			fm := cs[0].Mutex(fmt.Sprintf("%s:force:%d", r.name, w.id))
 			for ctx.Err() == nil && !isDone(closing) {
 				fctx, cancel := context.WithTimeout(ctx, deadline(frng))
+				if frng.IntN(2) == 0 {
+					cancel()
+					fctx, cancel = cancelAfter(ctx, deadline(frng))
+				}
 				_ = r.timed(fctx, "ForceUnlock", false, func() error { _, err := fm.ForceUnlock(fctx); return err })
 				cancel()
 				think(ctx, randDuration(frng, minThink, maxThink))

@@ -47,7 +47,7 @@ var kinds = []*faultKind{
 	{name: "close-holding", mode: true},              // a holder's Clients (its own) are closed while it holds and writes; release replies delayed (one master; a RedLock's workers hold as usual)
 	{name: "unlock-deadline", mode: true},            // shared owners whose Unlock deadlines (20-150ms) expire while a release's reply is delayed; after an Unlock error the holder writes while its Held's context is live
 	{name: "ctx-cancel", mode: true},                 // shared owners whose Lock or Unlock ctx is cancelled (no deadline) 20-150ms into the call while acquire or release replies are delayed
-	{name: "close-stopped", mode: true},              // Clients of the workers' own closed (20-150ms deadlines) while the masters are stopped, their Lock/TryLock/Unlock/ForceUnlock calls (20-150ms deadlines) in flight
+	{name: "close-stopped", mode: true},              // Clients of the workers' own closed (20-150ms deadlines) while the masters are stopped, their Lock/TryLock/Unlock/ForceUnlock calls (20-150ms deadlines, or half of them cancelled as late) in flight
 	{name: "restart-now-empty", outside: true},       // restart at once without data (a majority or one on RedLock)
 	{name: "holder-pause", outside: true},            // a holder pauses past its explicit lease before writing
 	{name: "clock-fast", outside: true, clock: true}, // master clock 5x fast (a majority on RedLock)
