@@ -18,7 +18,7 @@ import (
 // Its sentinels stay: errors.Is matches the ctx's error and
 // ErrUnavailable (the outcome is unknown), and ErrNotAcquired for a Lock.
 func TestCutCallsSayTheirCtxEndedWithTheRequestInFlight(t *testing.T) {
-	for _, what := range []string{"TryLock", "Lock", "Unlock"} {
+	for _, what := range []string{"TryLock", "Lock", "Unlock", "ForceUnlock"} {
 		for _, how := range []string{"deadline", "cancel"} {
 			t.Run(what+"/"+how, func(t *testing.T) {
 				srv := integrationRedis(t)
@@ -46,6 +46,9 @@ func TestCutCallsSayTheirCtxEndedWithTheRequestInFlight(t *testing.T) {
 					case "Lock":
 						_, err := c.Mutex(n).Lock(ctx)
 						return err
+					case "ForceUnlock":
+						_, err := c.Mutex(n).ForceUnlock(ctx)
+						return err
 					}
 					return h.Unlock(ctx)
 				})
@@ -63,7 +66,7 @@ func TestCutCallsSayTheirCtxEndedWithTheRequestInFlight(t *testing.T) {
 				if err == nil || !errors.Is(err, want) {
 					t.Fatalf("%s cut by its ctx = %v, want an error matching %v", what, err, want)
 				}
-				if what != "Unlock" && !errors.Is(err, lock.ErrNotAcquired) {
+				if (what == "TryLock" || what == "Lock") && !errors.Is(err, lock.ErrNotAcquired) {
 					t.Errorf("%s cut by its ctx = %v, want ErrNotAcquired", what, err)
 				}
 				s := err.Error()
@@ -75,6 +78,8 @@ func TestCutCallsSayTheirCtxEndedWithTheRequestInFlight(t *testing.T) {
 					t.Errorf("%s cut by its ctx says %q: want it to say the ctx ended before the answer came", what, s)
 				case !errors.Is(err, lock.ErrUnavailable) && what == "Unlock":
 					t.Errorf("Unlock cut by its ctx = %v, want ErrUnavailable (unconfirmed)", err)
+				case what == "ForceUnlock" && !strings.Contains(s, "may or may not have been deleted"):
+					t.Errorf("ForceUnlock cut by its ctx says %q: want it to say the lock may or may not have been deleted", s)
 				case !errors.Is(err, lock.ErrUnavailable):
 					// On a loaded machine a Lock's ctx may end before its
 					// request is sent: nothing was in flight.

@@ -101,10 +101,18 @@ func (e *MasterError) Unwrap() error {
 // inFlight is why a request failed when the caller's ctx ended before its
 // answer came: its outcome is unknown (ErrUnavailable: recorded and
 // settled in the background), and the ctx's end, not the master, cut it.
-// err is the ctx's error, cause its cause (context.Cause).
-type inFlight struct{ err, cause error }
+// err is the ctx's error, cause its cause (context.Cause). unsettled: a
+// request nothing settles (a ForceUnlock's), which may or may not have
+// deleted the lock.
+type inFlight struct {
+	err, cause error
+	unsettled  bool
+}
 
 func (e inFlight) Error() string {
+	if e.unsettled {
+		return "the call's ctx ended before its answer came (the lock may or may not have been deleted): " + e.cause.Error()
+	}
 	return "the call's ctx ended before its answer came (the request's outcome is settled in the background): " + e.cause.Error()
 }
 

@@ -143,6 +143,10 @@ func (m *Mutex) forceUnlock(ctx context.Context, always bool, send func(context.
 	qctx.stop()
 	unannounced := errors.Is(err, reentrant.ErrUnannounced)
 	if err != nil && !unannounced {
+		if cut, ok := qctx.cutByCaller(err).(inFlight); ok {
+			cut.unsettled = true // said as its ctx's end, not "redis unavailable"
+			err = cut
+		}
 		return false, join(masterErr(c.route.errAt(m.name), "force unlock", err), ctx.Err())
 	}
 	if always || deleted {
