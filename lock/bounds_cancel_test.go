@@ -47,7 +47,7 @@ const cancelledCT = 2 * time.Second
 // cut fails no other request.
 func TestBoundCancelledCallsWhileTheMasterIsStopped(t *testing.T) {
 	for _, beside := range []bool{false, true} {
-		for _, what := range []string{"TryLock", "Lock", "Unlock", "ForceUnlock"} {
+		for _, what := range []string{"TryLock", "Lock", "Unlock", "ForceUnlock", "IsLocked", "HoldCount", "RemainingTTL", "WriteIsLocked"} {
 			t.Run(map[bool]string{false: "alone", true: "beside"}[beside]+"/"+what, func(t *testing.T) {
 				srv := integrationRedis(t)
 				lease := 5 * time.Second
@@ -112,9 +112,11 @@ func checkBeside(t *testing.T, call <-chan returned, strict bool) {
 	}
 }
 
-// cancellableCall makes the call what ("TryLock", "Lock", "ForceUnlock"
-// on lock n, or "Unlock" of h) of c with ctx; a grant is released at once
-// and returned as an error saying "granted".
+// cancellableCall makes the call what ("TryLock", "Lock", "ForceUnlock",
+// a query: "IsLocked", "HoldCount", "RemainingTTL", "WriteIsLocked" (of
+// a read-write lock) on lock n, or "Unlock"
+// of h) of c with ctx; a grant is released at once and returned as an
+// error saying "granted".
 func cancellableCall(ctx context.Context, c *lock.Client, what, n string, h *lock.Held) error {
 	switch what {
 	case "TryLock", "Lock":
@@ -131,6 +133,18 @@ func cancellableCall(ctx context.Context, c *lock.Client, what, n string, h *loc
 		return err
 	case "ForceUnlock":
 		_, err := c.Mutex(n).ForceUnlock(ctx)
+		return err
+	case "IsLocked":
+		_, err := c.Mutex(n).IsLocked(ctx)
+		return err
+	case "HoldCount":
+		_, err := c.Mutex(n).HoldCount(lock.WithOwner(ctx))
+		return err
+	case "RemainingTTL":
+		_, err := c.Mutex(n).RemainingTTL(ctx)
+		return err
+	case "WriteIsLocked":
+		_, err := c.ReadWriteMutex(n).WriteLock().IsLocked(ctx)
 		return err
 	}
 	return h.Unlock(ctx)
@@ -464,6 +478,10 @@ func TestBoundResentCallsQueuedBehindACutReturnAtTheirCtx(t *testing.T) {
 		var bs []<-chan returned
 		for i := range 8 {
 			m := c.Mutex(fmt.Sprintf("%s:b:%d", n, i))
+			if i%2 == 1 { // a query: rueidis sends a read-only command again itself
+				bs = append(bs, goCall(func() error { _, err := m.IsLocked(bctx); return err }))
+				continue
+			}
 			bs = append(bs, goAcquire(func() (*lock.Held, error) { return m.TryLock(bctx) }))
 		}
 		time.Sleep(100 * time.Millisecond) // queued behind a

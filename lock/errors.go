@@ -101,19 +101,25 @@ func (e *MasterError) Unwrap() error {
 // inFlight is why a request failed when the caller's ctx ended before its
 // answer came: its outcome is unknown (ErrUnavailable: recorded and
 // settled in the background), and the ctx's end, not the master, cut it.
-// err is the ctx's error, cause its cause (context.Cause). unsettled: a
-// request nothing settles (a ForceUnlock's), which may or may not have
-// deleted the lock.
+// err is the ctx's error, cause its cause (context.Cause). note, when not
+// empty, says what became of the request: by default (cutByCaller) that
+// its outcome is settled in the background; a ForceUnlock's says the lock
+// may or may not have been deleted; a query's, nothing.
 type inFlight struct {
 	err, cause error
-	unsettled  bool
+	note       string
 }
 
+// settledNote is an inFlight's note for a request that is settled in the
+// background.
+const settledNote = "the request's outcome is settled in the background"
+
 func (e inFlight) Error() string {
-	if e.unsettled {
-		return "the call's ctx ended before its answer came (the lock may or may not have been deleted): " + e.cause.Error()
+	s := "the call's ctx ended before its answer came"
+	if e.note != "" {
+		s += " (" + e.note + ")"
 	}
-	return "the call's ctx ended before its answer came (the request's outcome is settled in the background): " + e.cause.Error()
+	return s + ": " + e.cause.Error()
 }
 
 func (e inFlight) Unwrap() []error {

@@ -20,6 +20,9 @@ const NoExpiry = time.Duration(math.MaxInt64)
 // isLocked() of that half: the write lock while a writer holds it, the
 // read lock while readers hold it (a writer's own reads included).
 //
+// It returns when ctx ends (cancelled or past its deadline), at the
+// latest one CommandTimeout after it began (ErrUnavailable).
+//
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 	if m == nil || m.p == nil {
@@ -42,6 +45,9 @@ func (m *Mutex) exists(ctx context.Context) (bool, error) {
 // m.HoldCount(h.Context()). A ctx that carries no owner (one not derived
 // from a Held's context or WithOwner) is ErrNotHeld, not 0: the owner of
 // a Lock(ctx) lives in the Held's context, not in ctx.
+//
+// It returns when ctx ends (cancelled or past its deadline), at the
+// latest one CommandTimeout after it began (ErrUnavailable).
 //
 // May return ErrNotHeld, ErrNotLock (the key is not a lock), ErrClosed,
 // ErrUnavailable, ErrInvalid.
@@ -77,6 +83,9 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 
 // RemainingTTL returns the lock's remaining lease: 0 when it is not
 // locked, NoExpiry when the key has no expiry.
+//
+// It returns when ctx ends (cancelled or past its deadline), at the
+// latest one CommandTimeout after it began (ErrUnavailable).
 //
 // May return ErrClosed, ErrUnavailable, ErrInvalid.
 func (m *Mutex) RemainingTTL(ctx context.Context) (time.Duration, error) {
@@ -144,7 +153,7 @@ func (m *Mutex) forceUnlock(ctx context.Context, always bool, send func(context.
 	unannounced := errors.Is(err, reentrant.ErrUnannounced)
 	if err != nil && !unannounced {
 		if cut, ok := qctx.cutByCaller(err).(inFlight); ok {
-			cut.unsettled = true // said as its ctx's end, not "redis unavailable"
+			cut.note = "the lock may or may not have been deleted" // said as its ctx's end, not "redis unavailable"
 			err = cut
 		}
 		return false, join(masterErr(c.route.errAt(m.name), "force unlock", err), ctx.Err())
@@ -169,14 +178,52 @@ func (m *Mutex) query(ctx context.Context, op string, build func(rueidis.Client)
 		return err
 	}
 	defer c.exit()
-	qctx, cancel := c.e.cmdCtx(ctx)
-	defer cancel()
-	res := c.crc.Do(qctx, build(c.rc))
-	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+	cmd := build(c.rc)
+	res, err := runQuery(ctx, c, func(qctx context.Context) (rueidis.RedisResult, error) {
+		res := c.crc.Do(qctx, cmd)
+		if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+			return res, err
+		}
+		return res, nil
+	})
+	if err != nil {
 		return join(masterErr(c.route.errAt(m.name), op, err), ctx.Err())
 	}
 	if err := read(res); err != nil {
 		return masterErr(c.route.errAt(m.name), op, err)
 	}
 	return nil
+}
+
+// runQuery runs send, a read-only request of the caller's, with a send
+// context bounded by CommandTimeout: on one of the Client's workers when
+// ctx can be cancelled, so that the call returns at ctx's end whatever
+// rueidis does meanwhile (it sends a read-only command failed by a cut
+// connection again itself, and then waits for the new connection without
+// looking at the ctx: review of c5c5656, 1.8 s late); the worker's send
+// ends at its deadline. An error of a send cut by ctx says so.
+func runQuery[T any](ctx context.Context, c *Client, send func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	qctx := newSendCtx(ctx, c.e.cfg.CommandTimeout, time.Time{}, true)
+	defer qctx.stop()
+	run := func() result {
+		v, err := send(qctx)
+		return result{v, err}
+	}
+	var r result
+	if end := ctx.Done(); end != nil {
+		r = handOff(c.crc, qctx, end, run, func(err error) result { return result{err: err} })
+	} else {
+		r = run()
+	}
+	if r.err != nil {
+		if cut, ok := qctx.cutByCaller(r.err).(inFlight); ok {
+			cut.note = "" // a query leaves nothing to settle
+			r.err = cut
+		}
+	}
+	return r.v, r.err
 }

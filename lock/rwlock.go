@@ -242,9 +242,9 @@ func (m *Mutex) isLockedHalf(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	defer c.exit()
-	qctx, cancel := c.e.cmdCtx(ctx)
-	locked, err := reentrant.IsLockedRW(qctx, c.crc, m.name, m.p.mode)
-	cancel()
+	locked, err := runQuery(ctx, c, func(qctx context.Context) (bool, error) {
+		return reentrant.IsLockedRW(qctx, c.crc, m.name, m.p.mode)
+	})
 	if err != nil {
 		return false, join(masterErr(c.route.errAt(m.name), "is locked", err), ctx.Err())
 	}

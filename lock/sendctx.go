@@ -144,10 +144,10 @@ func (s *sendCtx) cutByCaller(err error) error {
 		select {
 		case <-s.parent.Done():
 		case <-t.C:
-			return inFlight{err: context.DeadlineExceeded, cause: context.DeadlineExceeded}
+			return inFlight{err: context.DeadlineExceeded, cause: context.DeadlineExceeded, note: settledNote}
 		}
 	}
-	return inFlight{err: s.parent.Err(), cause: context.Cause(s.parent)}
+	return inFlight{err: s.parent.Err(), cause: context.Cause(s.parent), note: settledNote}
 }
 
 // Deadline implements context.Context.
