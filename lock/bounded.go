@@ -64,11 +64,12 @@ import (
 // connection is severed (below): rueidis's read fails at once, it closes
 // the connection, and the caller gets the send's deadline error, which
 // the code that sent the request reads as a lost answer (its outcome
-// unknown: recorded and settled, as for a deadline). Nothing else is cut: a connection awaits at most one direct
-// request at a time; a cut that comes after the reply began, or after
-// another request set the connection's deadline (rueidis clears it when
-// it switches the connection to pipelining), does nothing (a cancelled
-// call whose reply has begun returns with its answer or at its deadline).
+// unknown: recorded and settled, as for a deadline). Nothing else is
+// cut: a connection awaits at most one direct request at a time; a cut
+// that comes after the reply began, or after another request set the
+// connection's deadline (rueidis clears it when it switches the
+// connection to pipelining), does nothing (a cancelled call whose reply
+// has begun returns with its answer or at its deadline).
 //
 // A cut connection is severed: from the cut on, its every read and write
 // fails with errCut, and its deadline stays now. rueidis fails with that
@@ -82,11 +83,15 @@ import (
 // no other request sent through boundRC, whatever else is in flight
 // (rueidis gives ErrClosing instead of errCut to requests queued while it
 // closes the connection itself, and those are not sent again), and a
-// cancelled call
-// returns at its cancellation beside the Client's other requests (until
-// 2026-11-30 a cut was made only while the cut request was the Client's
-// only one in flight, and a cancelled call returned at its deadline
-// otherwise). An armed send's deadline is moved a nanosecond or more
+// cancelled call returns at its cancellation beside the Client's other
+// requests (until 2026-11-30 a cut was made only while the cut request
+// was the Client's only one in flight, and a cancelled call returned at
+// its deadline otherwise). A request sent again on a worker is not armed:
+// should it be alone on its new connection when its caller's ctx ends,
+// the caller returns (handOff) and the worker's send ends at its
+// deadline. rueidis sends a read-only command failed with errCut again
+// itself, on the caller's goroutine: a query is therefore run on a
+// worker from the start (runQuery). An armed send's deadline is moved a nanosecond or more
 // earlier, so that no other request's deadline names it. When rueidis
 // shortens the deadline (its ConnWriteTimeout) no connection names it,
 // and the send is bounded by that deadline, as before. Only New's
