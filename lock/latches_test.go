@@ -337,9 +337,10 @@ func TestLatchesAreDeletedUnderLoad(t *testing.T) {
 }
 
 // A latch DEL answered with a transient error reply is sent again. Here
-// the DEL of an answered release's latch reaches the master while a
-// script of another client keeps it busy (busy-reply-threshold 100 ms),
-// and the master answers BUSY; once the script is killed, the latch must
+// the DEL of an answered release's latch, held 1 s by the proxy, reaches
+// the master while a script of another client keeps it busy
+// (busy-reply-threshold 100 ms), and the master answers BUSY; the script
+// is killed once the proxy has let the DEL through, and the latch must
 // be gone within a few of the cleaner's retry delays. Until 2026-11-30 any
 // error reply counted as an answer, and the latch stayed until it
 // expired (LOADING, TRYAGAIN, MASTERDOWN and the like are the same case).
@@ -351,9 +352,9 @@ func TestLatchDeleteAnsweredBusyIsSentAgain(t *testing.T) {
 	warm(t, c)
 	n := name(t)
 	prefix := reentrant.LatchName(n, "")
-	inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
+	held := inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
 		return len(cmd) > 1 && strings.EqualFold(cmd[0], "DEL") && strings.HasPrefix(cmd[1], prefix)
-	}), Action: integration.DelayRequest(600 * time.Millisecond)})
+	}), Action: integration.DelayRequest(time.Second)})
 	busyBefore := busyErrors(t, rc)
 
 	h, err := c.Mutex(n).Lock(bg())
@@ -363,7 +364,7 @@ func TestLatchDeleteAnsweredBusyIsSentAgain(t *testing.T) {
 		t.Fatalf("latches after an answered Unlock = %v, want its one latch", latchesOf(t, rc, n))
 	}
 	// Another client's script keeps the master busy while the DEL, held
-	// 600 ms by the proxy, arrives.
+	// by the proxy, arrives.
 	script := raw(t, srv)
 	busy := make(chan error, 1)
 	go func() {
@@ -383,7 +384,13 @@ func TestLatchDeleteAnsweredBusyIsSentAgain(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // the server has no event for it
 	}
-	time.Sleep(800 * time.Millisecond) // the fault's timing: the held DEL reaches the busy master
+	if held.Hits() > 0 {
+		t.Fatal("the DEL reached the master before its script made it busy: the test exercised nothing")
+	}
+	wctx, wcancel := context.WithTimeout(bg(), 10*time.Second)
+	defer wcancel()
+	must(t, held.Wait(wctx))           // the DEL is through the proxy
+	time.Sleep(100 * time.Millisecond) // the fault's timing: the busy master reads it (it answers nothing else meanwhile)
 	must(t, do(t, killer, "SCRIPT", "KILL").Error())
 	<-busy
 	if got := busyErrors(t, rc) - busyBefore - probes; got < 1 {
