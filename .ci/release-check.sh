@@ -98,7 +98,11 @@ check() {
 	# rlock run against a local redis-server.
 	local port out
 	port=$(free_port)
-	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
+	# The log exists before tail looks for it: the background job's own
+	# redirection may come after tail starts (seen once: "tail: cannot
+	# open ... redis.log", then "redis-server did not start").
+	: >"$tmp/redis.log"
+	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no >>"$tmp/redis.log" 2>&1 &
 	redis_pid=$!
 	timeout 10 grep -q -m1 'Ready to accept connections' <(tail -n +1 -f --pid="$redis_pid" "$tmp/redis.log") || fail "redis-server did not start: $(cat "$tmp/redis.log")"
 	out=$("$tmp/bin/rlock" run --addr "127.0.0.1:$port" --name release-check -- sh -c 'echo "held, fence $RLOCK_FENCE"') ||
