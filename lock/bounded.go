@@ -549,10 +549,6 @@ func (b *boundRC) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rue
 		if again == nil {
 			return rs
 		}
-		if len(again) == len(multi) {
-			rs = b.doMultiOnce(ctx, multi, true)
-			continue
-		}
 		sub := make([]rueidis.Completed, len(again))
 		for i, k := range again {
 			sub[i] = multi[k]
