@@ -79,7 +79,7 @@ import (
 // the cut one tells that the request was never written: boundRC sends it
 // again (its Completed is not recycled: rueidis keeps a command that
 // failed), on a connection made again, through a worker when it is sent
-// on a caller's behalf (againEnds), up to resends times. A cut thus fails
+// on a caller's behalf (ends), up to resends times. A cut thus fails
 // no other request sent through boundRC, whatever else is in flight
 // (rueidis gives ErrClosing instead of errCut to requests queued while it
 // closes the connection itself, and those are not sent again), and a
@@ -417,33 +417,16 @@ func (b *boundRC) on(node rueidis.Client) rueidis.Client {
 }
 
 // ends returns the channel that ends the caller's wait for a request
-// sent with ctx, or nil when the request is sent directly: no connection
-// is being made, or ctx is not a caller's (a settler's send, or one that
-// cannot end).
-func (b *boundRC) ends(ctx context.Context) <-chan struct{} {
-	if !b.d.making() {
-		return nil
-	}
-	return b.callerEnds(ctx)
-}
-
-// againEnds is ends for a request sent again after errCut (again), which
-// is handed to a worker whether or not a dial has started yet: the
-// requests queued behind a cut one are all sent again at once, before the
-// first of them starts making the connection again, and the others then
-// wait for that dial in rueidis without looking at their ctx (review of
-// 64db129: a cancelled TryLock returned 1.8 s late).
-func (b *boundRC) againEnds(ctx context.Context, again bool) <-chan struct{} {
-	if again {
-		return b.callerEnds(ctx)
-	}
-	return b.ends(ctx)
-}
-
-// callerEnds is ctx's Done when ctx is a caller's and the Client lends
-// workers (b is not the background's), else nil.
-func (b *boundRC) callerEnds(ctx context.Context) <-chan struct{} {
-	if b.lend == nil {
+// sent with ctx, or nil when the request is sent directly. A caller's
+// request (ctx is not a settler's send, and b is not the background's)
+// is handed to a worker while a connection is being made, or when it is
+// sent again after errCut (again) whether or not a dial has started yet:
+// the requests queued behind a cut one are all sent again at once, before
+// the first of them starts making the connection again, and the others
+// then wait for that dial in rueidis without looking at their ctx (review
+// of 64db129: a cancelled TryLock returned 1.8 s late).
+func (b *boundRC) ends(ctx context.Context, again bool) <-chan struct{} {
+	if b.lend == nil || !(again || b.d.making()) {
 		return nil
 	}
 	if s, ok := ctx.(*sendCtx); ok && !s.caller {
@@ -471,14 +454,14 @@ func (b *boundRC) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 }
 
 // doOnce is one send of Do's; again: cmd was queued behind a cut request
-// (againEnds).
+// (ends).
 func (b *boundRC) doOnce(ctx context.Context, cmd rueidis.Completed, again bool) rueidis.RedisResult {
 	if err := ctx.Err(); err != nil {
 		// Never sent (rueidis would not send it either): no failure of
 		// the connection's.
 		return rueidis.NewErrorResult(err)
 	}
-	if end := b.againEnds(ctx, again); end != nil { // the closure only here: none on the hot path
+	if end := b.ends(ctx, again); end != nil { // the closure only here: none on the hot path
 		return handOff(b, ctx, end, func() rueidis.RedisResult { return b.do(ctx, nil, cmd) }, rueidis.NewErrorResult)
 	}
 	s := b.armable(ctx)
@@ -565,7 +548,7 @@ func (b *boundRC) doMultiOnce(ctx context.Context, multi []rueidis.Completed, ag
 	if err := ctx.Err(); err != nil {
 		return errResults(err, len(multi))
 	}
-	if end := b.againEnds(ctx, again); end != nil {
+	if end := b.ends(ctx, again); end != nil {
 		return handOff(b, ctx, end, func() []rueidis.RedisResult { return b.doMulti(ctx, nil, multi) },
 			func(err error) []rueidis.RedisResult { return errResults(err, len(multi)) })
 	}
