@@ -15,9 +15,9 @@ import (
 // Main runs a package's tests around n servers shared by all of them:
 // call it from TestMain. It starts the servers with opts (exiting with an
 // error when it cannot: the tests need them), hands them to use, runs the
-// tests, closes the servers and then fails the run if goroutines leaked
-// (the goroutines running before the tests and those of IgnoreRueidis
-// excepted). It does not return.
+// tests with the stall meter running ([Stalled]), closes the servers and
+// then fails the run if goroutines leaked (the goroutines running before
+// the tests and those of IgnoreRueidis excepted). It does not return.
 func Main(m *testing.M, n int, opts Options, use func([]*Server)) {
 	before := leakcheck.IgnoreCurrent()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*DefaultTimeout)
@@ -28,7 +28,9 @@ func Main(m *testing.M, n int, opts Options, use func([]*Server)) {
 		os.Exit(1)
 	}
 	use(servers)
+	WatchStalls()
 	code := m.Run()
+	StopStalls()
 	for _, s := range servers {
 		if err := s.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "rlock: integration: close redis-server:", err)

@@ -90,16 +90,16 @@ func TestBoundCallsWhileAnotherRequestRemakesTheConnection(t *testing.T) {
 		r := awaitCall(t, cl.what+" beside a connection being made", goCall(func() error { return cl.call(ctx) }), end, resume)
 		cancel()
 		rounds++
-		if over := r.at.Sub(end); over > worst {
-			worst, worstWhat = over, cl.what
+		if over, stalled := lateness(end, r.at); over-stalled > worst {
+			worst, worstWhat = over-stalled, cl.what
 		}
 	}
 	stopChurn()
 	resume()
 	wg.Wait()
-	t.Logf("%d calls with 100 ms ctxs while the master was stopped; the latest returned %v after its ctx ended (%s)", rounds, worst.Round(time.Millisecond), worstWhat)
+	t.Logf("%d calls with 100 ms ctxs while the master was stopped; the latest returned %v after its ctx ended, not counting stalls of the process (%s)", rounds, worst.Round(time.Millisecond), worstWhat)
 	if worst > boundSlack {
-		t.Errorf("%s returned %v after its ctx ended, more than %v (issue 29: %v)", worstWhat, worst.Round(time.Millisecond), boundSlack, ctxSlack)
+		t.Errorf("%s returned %v after its ctx ended (stalls of the process not counted), more than %v (issue 29: %v)", worstWhat, worst.Round(time.Millisecond), boundSlack, ctxSlack)
 	}
 	for _, h := range held {
 		_ = h.Unlock(bg())

@@ -36,7 +36,9 @@ func (w withServers) Run() int {
 		return 1
 	}
 	shared = servers
+	integration.WatchStalls()
 	code := w.m.Run()
+	integration.StopStalls()
 	for _, s := range shared {
 		if err := s.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "close redis-server:", err)

@@ -1,0 +1,59 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// A process stopped (SIGSTOP) for 400 ms by another process is seen
+// stalled for about that long within the window, and not outside it.
+func TestStallMeterSeesTheProcessStopped(t *testing.T) {
+	WatchStalls()
+	defer StopStalls()
+	time.Sleep(20 * time.Millisecond) // the meters are running
+	from := time.Now()
+	pid := strconv.Itoa(os.Getpid())
+	stopper := exec.Command("sh", "-c", "kill -STOP "+pid+"; sleep 0.4; kill -CONT "+pid)
+	if err := stopper.Run(); err != nil {
+		t.Fatalf("stop and continue the test process: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond) // a meter woke after the stop
+	to := time.Now()
+	got := Stalled(from, to)
+	t.Logf("window %v, stalled %v", to.Sub(from).Round(time.Millisecond), got.Round(time.Millisecond))
+	if got < 300*time.Millisecond || got > to.Sub(from) {
+		t.Errorf("Stalled over a window with a 400 ms SIGSTOP = %v, want 300 ms to the window's %v", got, to.Sub(from))
+	}
+	if before := Stalled(from.Add(-time.Hour), from.Add(-time.Minute)); before != 0 {
+		t.Errorf("Stalled over a window before the meter ran = %v, want 0", before)
+	}
+}
+
+// Stalls of two CPUs at once count once; only their part inside the
+// window counts.
+func TestStalledCountsOverlapsOnce(t *testing.T) {
+	m := &stallMeter
+	m.mu.Lock()
+	saved := m.stalls
+	t0 := time.Now().Add(-time.Hour)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	m.stalls = []stall{{at(100), at(300)}, {at(200), at(400)}, {at(350), at(380)}, {at(500), at(600)}}
+	m.mu.Unlock()
+	defer func() { m.mu.Lock(); m.stalls = saved; m.mu.Unlock() }()
+	for _, c := range []struct {
+		from, to int
+		want     time.Duration
+	}{
+		{0, 1000, 400 * time.Millisecond},
+		{150, 550, 300 * time.Millisecond},
+		{400, 500, 0},
+		{590, 700, 10 * time.Millisecond},
+	} {
+		if got := Stalled(at(c.from), at(c.to)); got != c.want {
+			t.Errorf("Stalled(%d ms, %d ms) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+}
