@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"flag"
 	"runtime"
 	"slices"
 	"sync"
@@ -24,7 +25,7 @@ import (
 
 const (
 	// stallTick is how long the meter sleeps between looks.
-	stallTick = 2 * time.Millisecond
+	stallTick = 5 * time.Millisecond
 	// stallLate is how late a wake-up must be to count as a stall: less
 	// is ordinary timer and scheduling jitter.
 	stallLate = 10 * time.Millisecond
@@ -43,9 +44,13 @@ var stallMeter struct {
 	done   chan struct{}
 }
 
-// WatchStalls starts the stall meter, unless it runs already. [Main]
-// starts it; [StopStalls] ends it.
+// WatchStalls starts the stall meter, unless it runs already or the test
+// binary runs benchmarks (-test.bench: the meter's wake-ups would be
+// measured with them). [Main] starts it; [StopStalls] ends it.
 func WatchStalls() {
+	if benchmarking() {
+		return
+	}
 	m := &stallMeter
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -144,4 +149,15 @@ func Stalled(from, to time.Time) time.Duration {
 		}
 	}
 	return d
+}
+
+// benchmarking reports whether the test binary was asked to run
+// benchmarks (-test.bench); it parses the command line, as a TestMain that
+// needs its flags must.
+func benchmarking() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
 }
