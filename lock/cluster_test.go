@@ -90,6 +90,46 @@ func TestCluster(t *testing.T) {
 	t.Run("WatchdogOneRoundTrip", func(t *testing.T) { clusterWatchdog(t, env) })
 	t.Run("PlainPubSub", func(t *testing.T) { clusterPlain(t, env) })
 	t.Run("SubscriptionKilled", func(t *testing.T) { clusterSubscriptionKilled(t, env) })
+	t.Run("LatchesDeleted", func(t *testing.T) { clusterLatchesDeleted(t, env) })
+}
+
+// The unlock latches of releases on all three masters, which the cleaner
+// deletes together (one DEL per lock's hash tag), are all gone soon after:
+// a DEL of keys of two slots would be refused (CROSSSLOT), and its latches
+// would live out their TTL (132 s here).
+func clusterLatchesDeleted(t *testing.T, env *clusterEnv) {
+	c := env.client(t, lock.Config{})
+	var all []string
+	for _, ns := range env.names(t, 3) {
+		for _, n := range ns {
+			all = append(all, n)
+			for range 2 {
+				h, err := c.Mutex(n).Lock(bg())
+				must(t, err)
+				must(t, h.Unlock(bg()))
+			}
+		}
+	}
+	// Polled: nothing tells when the cleaner's batch (within 200 ms of the
+	// releases) was answered.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		for _, rc := range env.nodes {
+			for _, n := range all {
+				keys, err := do(t, rc, "KEYS", "redisson_unlock_latch:{"+n+"}:*").AsStrSlice()
+				must(t, err)
+				left = append(left, keys...)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d unlock latches of answered releases still in the cluster 5 s after them, e.g. %s", len(left), left[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Locks on all three masters: acquire, re-enter, release; each hash is on

