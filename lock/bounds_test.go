@@ -107,9 +107,10 @@ func checkBound(t *testing.T, what string, r returned, end time.Time, bound time
 }
 
 // lateness is how long after end a call that returned at at returned
-// (over), and how much of that the process was stalled (integration.
+// (over), and how much of that every CPU was stalled at once (integration.
 // Stalled): a machine that does not run the process delays every return,
-// whatever the library does. A bound is asserted on over - stalled.
+// whatever the library does. A bound is asserted on over - stalled, the
+// time the process could run.
 func lateness(end, at time.Time) (over, stalled time.Duration) {
 	return at.Sub(end), integration.Stalled(end, at)
 }
