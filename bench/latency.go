@@ -35,6 +35,7 @@ type latencyResult struct {
 	RlockOverRedisson float64
 
 	floorSamples, floorPlSamples, floorGoSamples, rttSamples samples
+	libsRun                                                  int // how many libraries were timed (all but with -libs)
 }
 
 type libLatency struct {
@@ -120,6 +121,9 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		latencyTarget{name: "rlock's scripts", cycle: floorCycle(lf.once, "bench:latency:rlock-scripts")})
 	const nFloors = 5
 	libs := []library{libRlock, libRedsync, libRedislock, libRueidislock}
+	if len(p.libs) > 0 {
+		libs = slices.DeleteFunc(libs, func(l library) bool { return !p.libs[l.name] })
+	}
 	for _, lib := range libs {
 		l, err := lib.open(ctx, addr, openOpts{})
 		if err != nil {
@@ -148,7 +152,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		return nil, err
 	}
 
-	r := &latencyResult{RTT: summarize(rtt), Samples: p.latencyRounds * p.latencyBlock}
+	r := &latencyResult{RTT: summarize(rtt), Samples: p.latencyRounds * p.latencyBlock, libsRun: len(libs)}
 	r.rttSamples = rtt.sorted()
 	r.floorSamples = accs[0].total.sorted()
 	r.Floor = summarize(r.floorSamples)
@@ -195,7 +199,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 }
 
 func (r *latencyResult) check() error {
-	if r.RTT.P50 <= 0 || r.Floor.P50 <= 0 || r.FloorPl.P50 <= 0 || r.FloorGo.P50 <= 0 || len(r.Libs) != 4 || len(r.Protocol) != 2 {
+	if r.RTT.P50 <= 0 || r.Floor.P50 <= 0 || r.FloorPl.P50 <= 0 || r.FloorGo.P50 <= 0 || len(r.Libs) != r.libsRun || len(r.Protocol) != 2 {
 		return fmt.Errorf("latency: missing baselines or libraries")
 	}
 	for _, p := range r.Protocol {

@@ -27,6 +27,7 @@ import (
 // params are the sizes of a run.
 type params struct {
 	quick bool
+	libs  map[string]bool // scenario 1's libraries (-libs); empty: all
 
 	latencyWarmup, latencyRounds, latencyBlock int
 
@@ -156,18 +157,31 @@ func logf(format string, args ...any) {
 	}
 }
 
+// names is the set of a comma-separated flag's names.
+func names(list string) map[string]bool {
+	set := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			set[s] = true
+		}
+	}
+	return set
+}
+
 func main() {
 	quick := flag.Bool("quick", false, "CI mode: a few seconds per scenario; checks that every scenario produced numbers; writes nothing under docs/")
 	out := flag.String("out", filepath.Join("..", "docs", "benchmarks.md"), "full mode: the page whose generated section to (re)write")
 	img := flag.String("img", filepath.Join("..", "docs", "img"), "full mode: where the SVG plots go")
 	results_ := flag.String("results", "results", "quick mode: where to write the generated page for inspection (gitignored)")
 	only := flag.String("only", "", "comma-separated scenarios to run (latency,throughput,contention,handoff,renewal,redlock,fleet,replicasync); default all. A partial run never writes docs/")
+	libs := flag.String("libs", "", "scenario 1 (latency) only: comma-separated libraries to time (rlock,redsync,redislock,rueidislock), beside the floors; default all. Makes the run partial")
 	flag.Parse()
 
 	p := fullParams()
 	if *quick {
 		p = quickParams()
 	}
+	p.libs = names(*libs)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 15*time.Minute)
@@ -175,12 +189,7 @@ func main() {
 
 	r := &results{Quick: *quick, Command: command(), Started: time.Now(), Params: p}
 	r.Machine = describeMachine(ctx)
-	want := map[string]bool{}
-	for _, s := range strings.Split(*only, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			want[s] = true
-		}
-	}
+	want := names(*only)
 	for _, s := range scenarios {
 		if len(want) > 0 && !want[s.id] {
 			continue
@@ -207,7 +216,7 @@ func main() {
 	// else goes under results/ (gitignored) for inspection.
 	var err error
 	switch {
-	case len(want) > 0:
+	case len(want) > 0 || len(p.libs) > 0:
 		err = writeAll(r, filepath.Join(*results_, "partial.md"), filepath.Join(*results_, "img"), "img")
 	case *quick:
 		err = writeAll(r, filepath.Join(*results_, "quick.md"), filepath.Join(*results_, "img"), "img")
