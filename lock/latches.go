@@ -2,11 +2,12 @@ package lock
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/rlock-go/rlock/internal/slots"
+	"github.com/rlock-go/rlock/pubsub"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -140,7 +141,7 @@ func (lc *latchCleaner) delete(ctx context.Context, batch []latch) []latch {
 // whose delete got no answer (or was not sent: ctx ended), or a transient
 // error reply (BUSY, LOADING, READONLY, TRYAGAIN, MASTERDOWN: classify's
 // ErrUnavailable), and that have not expired by themselves. The latches of
-// one hash tag (one lock's: its slot on a cluster) go in one DEL: 20,000
+// one slot (one lock's latches share its hash tag) go in one DEL: 20,000
 // Lock+Unlock cycles of one lock took 20,000 DELs of the cleaner's, and
 // now take 31 to 37 (INFO commandstats).
 func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func(context.Context, []rueidis.Completed) []rueidis.RedisResult) []latch {
@@ -150,7 +151,7 @@ func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func
 			return append(again, batch...)
 		}
 		n := min(len(batch), latchBatch)
-		groups := byHashTag(batch[:n])
+		groups := bySlot(batch[:n])
 		batch = batch[n:]
 		// A new slice each time: rueidis's writer may still read the last
 		// one after DoMulti returned.
@@ -180,33 +181,10 @@ func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func
 	return again
 }
 
-// byHashTag groups latches by their keys' hash tag (hashTag), in the
-// order each tag first appears: the keys of a group share a slot.
-func byHashTag(latches []latch) [][]latch {
-	var groups [][]latch
-	at := map[string]int{}
-	for _, k := range latches {
-		tag := hashTag(k.key)
-		i, ok := at[tag]
-		if !ok {
-			i = len(groups)
-			at[tag] = i
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], k)
-	}
-	return groups
-}
-
-// hashTag is the part of key Redis Cluster hashes: between the first '{'
-// and the first '}' after it when that is not empty, else the whole key.
-func hashTag(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return key
+// bySlot groups latches by their keys' slot (pubsub.Slot: a Cluster's,
+// from the hash tag), in the order each slot first appears (slots.Group).
+func bySlot(latches []latch) [][]latch {
+	return slots.Group(latches, func(k latch) uint16 { return pubsub.Slot(k.key) })
 }
 
 // resultErr returns the error of res[i], or an error when rueidis

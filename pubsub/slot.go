@@ -1,6 +1,10 @@
 package pubsub
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/rlock-go/rlock/internal/slots"
+)
 
 // Slots is the number of hash slots of a Redis Cluster.
 const Slots = 16384
@@ -29,20 +33,5 @@ func Slot(name string) uint16 {
 }
 
 // bySlot groups names by slot, keeping their order within a slot: one
-// SSUBSCRIBE may only name channels of one slot (rueidis's builder
-// panics otherwise, and a cluster answers CROSSSLOT).
-func bySlot(names []string) [][]string {
-	idx := map[uint16]int{}
-	var groups [][]string
-	for _, n := range names {
-		s := Slot(n)
-		i, ok := idx[s]
-		if !ok {
-			i = len(groups)
-			idx[s] = i
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], n)
-	}
-	return groups
-}
+// SSUBSCRIBE may only name channels of one slot (slots.Group).
+func bySlot(names []string) [][]string { return slots.Group(names, Slot) }

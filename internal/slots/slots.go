@@ -83,3 +83,24 @@ func parseRange(r rueidis.RedisMessage) (lo, hi int64, addr string, ok bool) {
 	}
 	return lo, hi, net.JoinHostPort(ip, strconv.FormatInt(port, 10)), true
 }
+
+// Group groups items by slot (slot gives an item's), keeping their order
+// within a slot and the slots in the order each first appears: one
+// multi-key command or SSUBSCRIBE may only name keys or channels of one
+// slot (rueidis's cluster builder panics otherwise, and a Cluster answers
+// CROSSSLOT).
+func Group[T any](items []T, slot func(T) uint16) [][]T {
+	idx := map[uint16]int{}
+	var groups [][]T
+	for _, it := range items {
+		s := slot(it)
+		i, ok := idx[s]
+		if !ok {
+			i = len(groups)
+			idx[s] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], it)
+	}
+	return groups
+}
