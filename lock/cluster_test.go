@@ -94,9 +94,10 @@ func TestCluster(t *testing.T) {
 }
 
 // The unlock latches of releases on all three masters, which the cleaner
-// deletes together (one DEL per lock's hash tag), are all gone soon after:
-// a DEL of keys of two slots would be refused (CROSSSLOT), and its latches
-// would live out their TTL (132 s here).
+// deletes together (one DEL per slot), are all gone soon after: a DEL of
+// keys of two slots makes rueidis's cluster builder panic (a Cluster
+// would answer CROSSSLOT), and latches not deleted live out their TTL
+// (132 s here).
 func clusterLatchesDeleted(t *testing.T, env *clusterEnv) {
 	c := env.client(t, lock.Config{})
 	var all []string
