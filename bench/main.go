@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -182,6 +183,12 @@ func main() {
 		p = quickParams()
 	}
 	p.libs = names(*libs)
+	for n := range p.libs {
+		if !slices.ContainsFunc(latencyLibs, func(l library) bool { return l.name == n }) {
+			fmt.Fprintf(os.Stderr, "bench: -libs: no library %q in scenario 1 (rlock, redsync, redislock, rueidislock)\n", n)
+			os.Exit(2)
+		}
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 15*time.Minute)
