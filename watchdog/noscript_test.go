@@ -2,6 +2,7 @@ package watchdog_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -50,10 +51,19 @@ func TestNoScriptResendStampsOnlyWhatItResent(t *testing.T) {
 		}
 		once.Do(func() {
 			go func() {
+				// Polled (nothing signals the renewal). A first round trip
+				// that fails (its deadline on a machine that stalls) never
+				// renews: the key then expires (PTTL -2), and the test
+				// fails instead of waiting for ever.
+				deadline := time.Now().Add(10 * time.Second)
 				for {
 					pttl, err := direct.Do(context.Background(), direct.B().Pttl().Key(other).Build()).AsInt64()
 					if err != nil || pttl > 1600 {
 						flushed <- errorsJoin(err, direct.Do(context.Background(), direct.B().ScriptFlush().Build()).Error())
+						return
+					}
+					if pttl < 0 || time.Now().After(deadline) {
+						flushed <- fmt.Errorf("%s was not renewed by the tick's first round trip (PTTL %d ms)", other, pttl)
 						return
 					}
 					time.Sleep(time.Millisecond)
