@@ -325,7 +325,7 @@ func TestRWWatchdogRenewsReadTimeoutKeys(t *testing.T) {
 	must(t, err)
 	field := c.ID() + ":" + itoa(r1.Owner())
 	for i := 0; i < 12; i++ { // four leases' worth
-		e := <-tk
+		e := nextTick(t, tk)
 		if e.RoundTrips != 1 || e.Commands != 2 || e.Renewed != 3 || e.Lost != 0 {
 			t.Fatalf("tick %d: %+v; want one round trip of two commands (a read renewal, a plain one) renewing three locks", i, e)
 		}
@@ -375,7 +375,7 @@ func TestRWRenewalsLeaveTheOtherSideAlone(t *testing.T) {
 			jkey := rwTimeoutKey(n, java.Field(1), 1)
 			before := pttl(t, rc, jkey)
 			for range 5 {
-				<-tk
+				nextTick(t, tk)
 			}
 			if after := pttl(t, rc, jkey); after > before || after <= 0 {
 				t.Fatalf("Java's timeout key PTTL %v, then %v after rlock's renewals", before, after)

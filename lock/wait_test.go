@@ -256,11 +256,11 @@ func TestWaiterSendsNothingWhileWaiting(t *testing.T) {
 	got := make(chan error, 1)
 	go func() { _, err := c.Mutex(n).Lock(ctx); got <- err }()
 	<-wc.waiting
-	<-tk
+	nextTick(t, tk)
 	before := evalshaCalls(t, rc)
 	const n0 = 4
 	for i := 0; i < n0; i++ {
-		<-tk
+		nextTick(t, tk)
 	}
 	after := evalshaCalls(t, rc)
 	// The holder's renewals are the only scripts run meanwhile.

@@ -21,6 +21,20 @@ func ticks() (*observe.Observer, chan observe.Renew) {
 	return &observe.Observer{Renew: func(e observe.Renew) { ch <- e }}, ch
 }
 
+// nextTick waits for the watchdog's next tick on tk, 10 s at most: a tick
+// that never comes (the hold was lost on a machine that stalls, and
+// nothing is left to renew) fails the test instead of hanging it.
+func nextTick(t testing.TB, tk <-chan observe.Renew) observe.Renew {
+	t.Helper()
+	select {
+	case e := <-tk:
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watchdog tick within 10 s")
+		return observe.Renew{}
+	}
+}
+
 const (
 	shortLease    = 300 * time.Millisecond
 	shortInterval = 100 * time.Millisecond
@@ -38,7 +52,7 @@ func TestWatchdogKeepsLockAliveForManyLeases(t *testing.T) {
 
 	// 10 leases' worth of ticks; after each, the lock is still there.
 	for i := 0; i < 30; i++ {
-		e := <-tk
+		e := nextTick(t, tk)
 		if e.RoundTrips != 1 || e.Commands != 1 || e.Renewed != 1 || e.Lost != 0 {
 			t.Fatalf("tick %d: %+v; want one round trip renewing one lock", i, e)
 		}
@@ -101,7 +115,7 @@ func TestWatchdogReportsLoss(t *testing.T) {
 			env := &lossEnv{c: c, name: name(t), srv: srv}
 			h, err := c.Mutex(env.name).Lock(bg())
 			must(t, err)
-			<-tk // the watchdog is ticking
+			nextTick(t, tk) // the watchdog is ticking
 
 			tc.fault(t, env)
 			// The loss is reported by the first tick after the fault (or
@@ -154,7 +168,7 @@ func TestNoRenewalAfterUnlockOrClose(t *testing.T) {
 			c := newClient(t, lock.Config{WatchdogTimeout: shortLease, RenewInterval: shortInterval, Observer: obs}, srv)
 			h, err := c.Mutex(name(t)).Lock(bg())
 			must(t, err)
-			<-tk
+			nextTick(t, tk)
 			if viaClose {
 				must(t, c.Close(bg()))
 			} else {
