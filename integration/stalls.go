@@ -161,6 +161,25 @@ func Stalled(from, to time.Time) time.Duration {
 	return d
 }
 
+// LongestStall returns the longest single stall of any one metered CPU
+// that overlaps the window from..to (0 when none, or when the meter did
+// not run then). Unlike [Stalled] it counts a CPU alone: it tells whether
+// the machine was seen to stall at all in the window, which is evidence,
+// never an excuse for a bound (internal/retest uses it to decide whether
+// a failed test may be run again).
+func LongestStall(from, to time.Time) time.Duration {
+	m := &stallMeter
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var d time.Duration
+	for _, s := range m.stalls {
+		if s.to.After(from) && s.from.Before(to) {
+			d = max(d, s.to.Sub(s.from))
+		}
+	}
+	return d
+}
+
 // union returns spans merged into disjoint, sorted spans.
 func union(spans []span) []span {
 	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })

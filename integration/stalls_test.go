@@ -63,4 +63,18 @@ func TestStalledCountsWhatEveryCPUStalled(t *testing.T) {
 			t.Errorf("Stalled(%d ms, %d ms) = %v, want %v", c.from, c.to, got, c.want)
 		}
 	}
+	// LongestStall: one CPU is enough; only stalls overlapping the window.
+	for _, c := range []struct {
+		from, to int
+		want     time.Duration
+	}{
+		{0, 1000, 200 * time.Millisecond}, // 100-300, 200-400 or 350-550
+		{600, 1000, 100 * time.Millisecond},
+		{800, 1000, 0}, // ends where the window starts
+		{360, 365, 200 * time.Millisecond},
+	} {
+		if got := LongestStall(at(c.from), at(c.to)); got != c.want {
+			t.Errorf("LongestStall(%d ms, %d ms) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
 }
