@@ -1,0 +1,241 @@
+// Command retest runs go test and runs a failed test again only when the
+// machine was seen to stall while it ran.
+//
+//	retest [-tries 3] [-stall 100ms] -- [go test flags] [packages]
+//
+// Many tests here bound how long something takes: a call past its ctx's
+// end, a renewal within a lease, a waiter woken within a wait. A virtual
+// machine whose host deschedules it (session 23's VM and stop 41's CI
+// machine froze their processes for 100–600 ms about twice a second)
+// fails such tests whatever the library does. retest runs the stall meter
+// of package integration in its own process for the whole run, and runs
+// go test with -json, printing what plain go test prints (the output of
+// failed tests and the package lines). A top-level test that failed is
+// run again, alone (-run '^Name$', the same flags), when and only when:
+//
+//   - some CPU was seen stalled for at least -stall while it ran (on a
+//     machine that does not stall, every failure is final);
+//   - its output has no data race, panic or timeout (those are final too:
+//     a panic ends the package's other tests unrun);
+//   - its package failed of failed tests alone (a leak check or a build
+//     failure is final).
+//
+// It must then pass within -tries runs in all, each failed run again
+// showing a stall; otherwise retest fails. Every run again is reported,
+// with the stall that allowed it, so that a test that needs them often
+// is seen. retest exits 0 when every test passed in the end.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlock-go/rlock/integration"
+)
+
+// longestStall is integration.LongestStall (a variable for the tests).
+var longestStall = integration.LongestStall
+
+// event is one line of go test -json (cmd/test2json).
+type event struct {
+	Time    time.Time
+	Action  string
+	Package string
+	Test    string
+	Output  string
+}
+
+// failure is a top-level test that failed in one run.
+type failure struct {
+	pkg, test string
+	stall     time.Duration // the longest stall of any CPU while it ran
+	final     string        // why it may not be run again ("" when it may)
+}
+
+// result is what one go test run left to decide.
+type result struct {
+	failures []failure
+	final    []string // package-level reasons the run cannot pass
+	ok       bool     // go test exited 0
+}
+
+func main() {
+	tries := flag.Int("tries", 3, "runs of a failed test in all, the first included")
+	minStall := flag.Duration("stall", 100*time.Millisecond, "the stall of one CPU, seen while a test ran, that lets it run again")
+	flag.Parse()
+	args := flag.Args()
+	if len(args) == 0 || *tries < 1 {
+		fmt.Fprintln(os.Stderr, "usage: retest [-tries n] [-stall d] -- [go test flags] [packages]")
+		os.Exit(2)
+	}
+	integration.WatchStalls()
+	code := run(args, *tries, *minStall)
+	integration.StopStalls()
+	os.Exit(code)
+}
+
+// run runs go test with args, then each failed test again as allowed, and
+// returns the exit code.
+func run(args []string, tries int, minStall time.Duration) int {
+	var flags []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+		}
+	}
+	r := goTest(args, minStall)
+	if r.ok {
+		return 0
+	}
+	if len(r.final) > 0 {
+		for _, why := range r.final {
+			fmt.Printf("retest: %s: not run again\n", why)
+		}
+		return 1
+	}
+	if len(r.failures) == 0 {
+		fmt.Println("retest: go test failed with no failed test to run again")
+		return 1
+	}
+	code := 0
+	for _, f := range r.failures {
+		if !again(f, flags, tries, minStall) {
+			code = 1
+		}
+	}
+	return code
+}
+
+// again runs f's test alone until it passes, for at most tries runs in
+// all, and reports whether it passed.
+func again(f failure, flags []string, tries int, minStall time.Duration) bool {
+	for try := 2; ; try++ {
+		if f.final != "" {
+			fmt.Printf("retest: %s %s failed (run %d): %s: not run again\n", f.pkg, f.test, try-1, f.final)
+			return false
+		}
+		if try > tries {
+			fmt.Printf("retest: %s %s failed %d runs of %d, each with a stall seen: failed\n", f.pkg, f.test, tries, tries)
+			return false
+		}
+		fmt.Printf("retest: %s %s failed (run %d) while a CPU was seen stalled %v: running it again\n", f.pkg, f.test, try-1, f.stall.Round(time.Millisecond))
+		args := append(slices.Clone(flags), "-run=^"+regexp.QuoteMeta(f.test)+"$", f.pkg)
+		r := goTest(args, minStall)
+		switch {
+		case r.ok:
+			fmt.Printf("retest: %s %s passed on run %d\n", f.pkg, f.test, try)
+			return true
+		case len(r.final) > 0:
+			fmt.Printf("retest: %s %s: %s: not run again\n", f.pkg, f.test, strings.Join(r.final, "; "))
+			return false
+		}
+		i := slices.IndexFunc(r.failures, func(g failure) bool { return g.test == f.test })
+		if i < 0 {
+			fmt.Printf("retest: %s %s: the run failed with no failure of it\n", f.pkg, f.test)
+			return false
+		}
+		f = r.failures[i]
+	}
+}
+
+// goTest runs go test -json with args, prints what plain go test would,
+// and returns the failures it saw.
+func goTest(args []string, minStall time.Duration) result {
+	cmd := exec.Command("go", append([]string{"test", "-json"}, args...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return result{final: []string{err.Error()}}
+	}
+	if err := cmd.Start(); err != nil {
+		return result{final: []string{err.Error()}}
+	}
+	r := read(out, os.Stdout, minStall)
+	err = cmd.Wait()
+	r.ok = err == nil
+	if r.ok && len(r.failures) > 0 {
+		r.ok = false // cannot happen: go test exits 1 on a failed test
+	}
+	return r
+}
+
+// read reads go test -json from in and writes the text of failed tests
+// and of packages to w.
+func read(in io.Reader, w io.Writer, minStall time.Duration) result {
+	var r result
+	type running struct {
+		start time.Time
+		out   strings.Builder
+	}
+	tests := map[string]*running{} // by package and top-level test
+	failedPkg := map[string]bool{}
+	failedTests := map[string]int{} // by package: failed top-level tests
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
+			fmt.Fprintln(w, sc.Text()) // not an event: go's own message
+			continue
+		}
+		top, _, sub := strings.Cut(e.Test, "/")
+		if e.Test == "" {
+			if e.Output != "" {
+				fmt.Fprint(w, e.Output)
+			}
+			if e.Action == "fail" {
+				failedPkg[e.Package] = true
+			}
+			continue
+		}
+		key := e.Package + " " + top
+		t := tests[key]
+		if t == nil {
+			t = &running{start: e.Time}
+			tests[key] = t
+		}
+		t.out.WriteString(e.Output)
+		if sub || (e.Action != "pass" && e.Action != "fail" && e.Action != "skip") {
+			continue
+		}
+		delete(tests, key)
+		if e.Action != "fail" {
+			continue
+		}
+		fmt.Fprint(w, t.out.String())
+		failedTests[e.Package]++
+		f := failure{pkg: e.Package, test: top, stall: longestStall(t.start, time.Now())}
+		switch out := t.out.String(); {
+		case strings.Contains(out, "WARNING: DATA RACE"):
+			f.final = "a data race"
+		case strings.Contains(out, "panic: "):
+			f.final = "a panic"
+		case f.stall < minStall:
+			f.final = fmt.Sprintf("no CPU was seen stalled %v or more while it ran (longest: %v)", minStall, f.stall.Round(time.Millisecond))
+		}
+		r.failures = append(r.failures, f)
+	}
+	if err := sc.Err(); err != nil {
+		r.final = append(r.final, "reading go test -json: "+err.Error())
+	}
+	for key, t := range tests {
+		fmt.Fprint(w, t.out.String())
+		r.final = append(r.final, key+" never ended (a panic or a timeout)")
+	}
+	for pkg := range failedPkg {
+		if failedTests[pkg] == 0 {
+			r.final = append(r.final, pkg+" failed with no failed test (its build, TestMain or leak check)")
+		}
+	}
+	slices.Sort(r.final)
+	return r
+}
