@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs a command the way a VM that freezes its processes would: the
+# command and everything it starts (test binaries, redis-server) go into
+# a cgroup-v1 freezer group, frozen again and again, for 50-650 ms every
+# 200-800 ms. STALL_MODE=cpu instead stalls one CPU at a time (a
+# real-time busy loop pinned there, as a host that deschedules one vCPU);
+# mixed (the default) does either, at random. The profile is the one measured on the VMs of session 23 and
+# of stop 41's CI (docs/safety.md, "A VM that stalls"): p99 of a 10 ms
+# timer about 380 ms late, the longest stall about 600 ms.
+#
+#   scripts/stalling-vm.sh go test -race -count=1 ./lock/
+#
+# Needs root, /sys/fs/cgroup/freezer (cgroup v1) and chrt (real-time
+# scheduling). Docker containers
+# run in Docker's own groups and are not frozen. STALL_SEED fixes the
+# sequence of stalls; STALL_OFF=1 runs the command in the group unfrozen.
+set -euo pipefail
+fz=/sys/fs/cgroup/freezer
+[ -d "$fz" ] || { echo "stalling-vm.sh: no cgroup-v1 freezer at $fz" >&2; exit 2; }
+group="$fz/rlock-stall-$$"
+mkdir "$group"
+cleanup() {
+  [ -n "${ctl:-}" ] && kill "$ctl" 2>/dev/null || true
+  echo THAWED >"$group/freezer.state" 2>/dev/null || true
+  rmdir "$group" 2>/dev/null || true
+}
+trap cleanup EXIT
+RANDOM=${STALL_SEED:-$$}
+(
+  # The controller stays outside the group: it must run to thaw it.
+  frozen_ms=0; n=0; start=$(date +%s%N)
+  while :; do
+    gap=$((200 + RANDOM % 600))
+    sleep "0.$(printf '%03d' "$gap")"
+    r=$((RANDOM % 100))
+    if [ "$r" -lt 70 ]; then d=$((50 + RANDOM % 100))
+    elif [ "$r" -lt 95 ]; then d=$((150 + RANDOM % 250))
+    else d=$((400 + RANDOM % 250)); fi
+    [ "${STALL_OFF:-0}" = 1 ] && continue
+    mode=${STALL_MODE:-mixed}
+    [ "$mode" = mixed ] && mode=$([ $((RANDOM % 2)) = 0 ] && echo all || echo cpu)
+    if [ "$mode" = cpu ]; then
+      cpu=$((RANDOM % $(nproc)))
+      timeout "0.$(printf '%03d' "$d")" chrt -f 50 taskset -c "$cpu" sh -c 'while :; do :; done' || true
+      frozen_ms=$((frozen_ms + d)); n=$((n + 1))
+      continue
+    fi
+    echo FROZEN >"$group/freezer.state" 2>/dev/null || exit 0
+    sleep "0.$(printf '%03d' "$d")"
+    echo THAWED >"$group/freezer.state" 2>/dev/null || exit 0
+    frozen_ms=$((frozen_ms + d)); n=$((n + 1))
+    if [ $((n % 200)) -eq 0 ]; then
+      el=$(( ($(date +%s%N) - start) / 1000000 ))
+      echo "stalling-vm.sh: $n stalls, ${frozen_ms} ms frozen in ${el} ms" >&2
+    fi
+  done
+) &
+ctl=$!
+sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$group" "$@"
