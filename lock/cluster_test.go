@@ -227,7 +227,7 @@ func clusterWake(t *testing.T, env *clusterEnv, byRedisson bool) {
 // share concurrently).
 func clusterWatchdog(t *testing.T, env *clusterEnv) {
 	obs, tk := ticks()
-	c := env.client(t, lock.Config{WatchdogTimeout: shortLease, RenewInterval: shortInterval, Observer: obs})
+	c := env.client(t, lock.Config{WatchdogTimeout: keepLease, RenewInterval: shortInterval, Observer: obs})
 	var helds []*lock.Held
 	for _, ns := range env.names(t, 3) {
 		for _, n := range ns {

@@ -311,7 +311,7 @@ func TestRWWakeUps(t *testing.T) {
 // is gone is lost, not silently dropped.
 func TestRWWatchdogRenewsReadTimeoutKeys(t *testing.T) {
 	obs, tk := ticks()
-	c := newClient(t, lock.Config{WatchdogTimeout: shortLease, RenewInterval: shortInterval, Observer: obs})
+	c := newClient(t, lock.Config{WatchdogTimeout: keepLease, RenewInterval: shortInterval, Observer: obs})
 	rc := raw(t)
 	n := name(t)
 	rw := c.ReadWriteMutex(n)
@@ -324,7 +324,7 @@ func TestRWWatchdogRenewsReadTimeoutKeys(t *testing.T) {
 	p, err := c.Mutex(n + ":p").Lock(bg())
 	must(t, err)
 	field := c.ID() + ":" + itoa(r1.Owner())
-	for i := 0; i < 12; i++ { // four leases' worth
+	for i := 0; i < 30; i++ { // two leases' worth
 		e := nextTick(t, tk)
 		if e.RoundTrips != 1 || e.Commands != 2 || e.Renewed != 3 || e.Lost != 0 {
 			t.Fatalf("tick %d: %+v; want one round trip of two commands (a read renewal, a plain one) renewing three locks", i, e)
