@@ -64,6 +64,7 @@ type failure struct {
 // result is what one go test run left to decide.
 type result struct {
 	failures []failure
+	passed   []string // top-level tests that passed
 	final    []string // package-level reasons the run cannot pass
 	ok       bool     // go test exited 0
 }
@@ -131,9 +132,12 @@ func again(f failure, flags []string, tries int, minStall time.Duration) bool {
 		args := append(slices.Clone(flags), "-run=^"+regexp.QuoteMeta(f.test)+"$", f.pkg)
 		r := goTest(args, minStall)
 		switch {
-		case r.ok:
+		case r.ok && slices.Contains(r.passed, f.test):
 			fmt.Printf("retest: %s %s passed on run %d\n", f.pkg, f.test, try)
 			return true
+		case r.ok:
+			fmt.Printf("retest: %s %s: run %d passed without running it\n", f.pkg, f.test, try)
+			return false
 		case len(r.final) > 0:
 			fmt.Printf("retest: %s %s: %s: not run again\n", f.pkg, f.test, strings.Join(r.final, "; "))
 			return false
@@ -208,6 +212,9 @@ func read(in io.Reader, w io.Writer, minStall time.Duration) result {
 			continue
 		}
 		delete(tests, key)
+		if e.Action == "pass" {
+			r.passed = append(r.passed, top)
+		}
 		if e.Action != "fail" {
 			continue
 		}

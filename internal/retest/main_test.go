@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +84,63 @@ func TestATestThatNeverEndedIsFinal(t *testing.T) {
 	r := read(strings.NewReader(in), &strings.Builder{}, 100*time.Millisecond)
 	if len(r.final) != 1 || !strings.Contains(r.final[0], "never ended") {
 		t.Fatalf("final %q: want TestHang's run final", r.final)
+	}
+}
+
+func TestPassedTestsAreNamed(t *testing.T) {
+	r := read(strings.NewReader(lines("", false)), &strings.Builder{}, 100*time.Millisecond)
+	if len(r.passed) != 1 || r.passed[0] != "TestOK" || len(r.failures) != 0 || len(r.final) != 0 {
+		t.Fatalf("result %+v: want TestOK passed, nothing else", r)
+	}
+}
+
+// End to end, with the go command, on a module of its own: with -stall 0
+// every failure may run again; a test that fails its first run only
+// passes on its second, one that always fails fails retest.
+func TestRunAgainWithTheGoCommand(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/flaky\n\ngo 1.26\n"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "flaky_test.go"), []byte(`package flaky
+
+import (
+	"os"
+	"testing"
+)
+
+func TestSteady(t *testing.T) {}
+
+func TestOnce(t *testing.T) {
+	if _, err := os.Stat(os.Getenv("RETEST_MARKER")); err != nil {
+		_ = os.WriteFile(os.Getenv("RETEST_MARKER"), nil, 0o644)
+		t.Fatal("first run")
+	}
+}
+
+func TestAlways(t *testing.T) {
+	if os.Getenv("RETEST_ALWAYS") != "" {
+		t.Fatal("always")
+	}
+}
+`), 0o644))
+	t.Chdir(dir)
+	t.Setenv("GOWORK", "off")
+	t.Setenv("GOFLAGS", "")
+	t.Setenv("RETEST_MARKER", marker)
+	if code := run([]string{"-count=1", "./..."}, 3, 0); code != 0 {
+		t.Fatalf("retest = %d, want 0: TestOnce passes on its second run", code)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("TestOnce never ran: %v", err)
+	}
+	t.Setenv("RETEST_ALWAYS", "1")
+	if code := run([]string{"-count=1", "./..."}, 2, 0); code != 1 {
+		t.Fatalf("retest = %d, want 1: TestAlways fails every run", code)
 	}
 }
