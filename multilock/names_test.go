@@ -336,9 +336,12 @@ func TestMultiLockFenceTokenPerName(t *testing.T) {
 }
 
 // The watchdog renews every name: a MultiLock held for three leases keeps
-// every key and a live context.
+// every key and a live context. The lease is 1.5 s, renewed every 200 ms:
+// a 600 ms lease renewed every 200 ms was lost in stop 41's CI, on a
+// machine that froze the process for longer than 400 ms.
 func TestMultiLockNamesRenewed(t *testing.T) {
-	cs := clients(t, shared[:1], lock.Config{WatchdogTimeout: 600 * time.Millisecond})
+	const lease = 1500 * time.Millisecond
+	cs := clients(t, shared[:1], lock.Config{WatchdogTimeout: lease, RenewInterval: 200 * time.Millisecond})
 	names := namesOn(t, 3)
 	l := multilock.NewMultiLock(cs[0].Mutex(names[0]), cs[0].Mutex(names[1]), cs[0].Mutex(names[2]))
 	h, err := l.Lock(bg(t))
@@ -349,7 +352,7 @@ func TestMultiLockNamesRenewed(t *testing.T) {
 	select {
 	case <-h.Done():
 		t.Fatalf("lost within three leases: %v", context.Cause(h.Context()))
-	case <-time.After(1800 * time.Millisecond):
+	case <-time.After(3 * lease):
 	}
 	if left := keysLeft(t, raws(t, shared[:1]), names); len(left) != 3 {
 		t.Errorf("after three leases, keys %v, want all of %v", left, names)
