@@ -175,14 +175,7 @@ func goTest(args []string, minStall time.Duration) result {
 // read reads go test -json from in and writes the text of failed tests
 // and of packages to w.
 func read(in io.Reader, w io.Writer, minStall time.Duration) result {
-	var r result
-	type running struct {
-		start time.Time
-		out   strings.Builder
-	}
-	tests := map[string]*running{} // by package and top-level test
-	failedPkg := map[string]bool{}
-	failedTests := map[string]int{} // by package: failed top-level tests
+	rd := &reader{w: w, minStall: minStall, tests: map[string]*running{}, failedPkg: map[string]bool{}, failedTests: map[string]int{}}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -191,58 +184,94 @@ func read(in io.Reader, w io.Writer, minStall time.Duration) result {
 			fmt.Fprintln(w, sc.Text()) // not an event: go's own message
 			continue
 		}
-		top, _, sub := strings.Cut(e.Test, "/")
 		if e.Test == "" {
-			if e.Output != "" {
-				fmt.Fprint(w, e.Output)
-			}
-			if e.Action == "fail" {
-				failedPkg[e.Package] = true
-			}
+			rd.pkgEvent(e)
 			continue
 		}
-		key := e.Package + " " + top
-		t := tests[key]
-		if t == nil {
-			t = &running{start: e.Time}
-			tests[key] = t
-		}
-		t.out.WriteString(e.Output)
-		if sub || (e.Action != "pass" && e.Action != "fail" && e.Action != "skip") {
-			continue
-		}
-		delete(tests, key)
-		if e.Action == "pass" {
-			r.passed = append(r.passed, top)
-		}
-		if e.Action != "fail" {
-			continue
-		}
-		fmt.Fprint(w, t.out.String())
-		failedTests[e.Package]++
-		f := failure{pkg: e.Package, test: top, stall: longestStall(t.start, time.Now())}
-		switch out := t.out.String(); {
-		case strings.Contains(out, "WARNING: DATA RACE"):
-			f.final = "a data race"
-		case strings.Contains(out, "panic: "):
-			f.final = "a panic"
-		case f.stall < minStall:
-			f.final = fmt.Sprintf("no CPU was seen stalled %v or more while it ran (longest: %v)", minStall, f.stall.Round(time.Millisecond))
-		}
-		r.failures = append(r.failures, f)
+		rd.testEvent(e)
 	}
 	if err := sc.Err(); err != nil {
-		r.final = append(r.final, "reading go test -json: "+err.Error())
+		rd.r.final = append(rd.r.final, "reading go test -json: "+err.Error())
 	}
-	for key, t := range tests {
-		fmt.Fprint(w, t.out.String())
-		r.final = append(r.final, key+" never ended (a panic or a timeout)")
+	return rd.finish()
+}
+
+// running is a top-level test that started and has not ended.
+type running struct {
+	start time.Time
+	out   strings.Builder // its output and its subtests'
+}
+
+// reader is the state of read.
+type reader struct {
+	w           io.Writer
+	minStall    time.Duration
+	r           result
+	tests       map[string]*running // by package and top-level test
+	failedPkg   map[string]bool
+	failedTests map[string]int // by package: failed top-level tests
+}
+
+// pkgEvent handles an event of a package, not of a test.
+func (rd *reader) pkgEvent(e event) {
+	if e.Output != "" {
+		fmt.Fprint(rd.w, e.Output)
 	}
-	for pkg := range failedPkg {
-		if failedTests[pkg] == 0 {
-			r.final = append(r.final, pkg+" failed with no failed test (its build, TestMain or leak check)")
+	if e.Action == "fail" {
+		rd.failedPkg[e.Package] = true
+	}
+}
+
+// testEvent handles an event of a test or subtest.
+func (rd *reader) testEvent(e event) {
+	top, _, sub := strings.Cut(e.Test, "/")
+	key := e.Package + " " + top
+	t := rd.tests[key]
+	if t == nil {
+		t = &running{start: e.Time}
+		rd.tests[key] = t
+	}
+	t.out.WriteString(e.Output)
+	if sub || (e.Action != "pass" && e.Action != "fail" && e.Action != "skip") {
+		return
+	}
+	delete(rd.tests, key)
+	switch e.Action {
+	case "pass":
+		rd.r.passed = append(rd.r.passed, top)
+	case "fail":
+		fmt.Fprint(rd.w, t.out.String())
+		rd.failedTests[e.Package]++
+		rd.r.failures = append(rd.r.failures, rd.failed(e.Package, top, t))
+	}
+}
+
+// failed is the failure of test top of pkg, which ran as t.
+func (rd *reader) failed(pkg, top string, t *running) failure {
+	f := failure{pkg: pkg, test: top, stall: longestStall(t.start, time.Now())}
+	switch out := t.out.String(); {
+	case strings.Contains(out, "WARNING: DATA RACE"):
+		f.final = "a data race"
+	case strings.Contains(out, "panic: "):
+		f.final = "a panic"
+	case f.stall < rd.minStall:
+		f.final = fmt.Sprintf("no CPU was seen stalled %v or more while it ran (longest: %v)", rd.minStall, f.stall.Round(time.Millisecond))
+	}
+	return f
+}
+
+// finish adds what never ended, and packages that failed without a
+// failed test, to the result's final reasons.
+func (rd *reader) finish() result {
+	for key, t := range rd.tests {
+		fmt.Fprint(rd.w, t.out.String())
+		rd.r.final = append(rd.r.final, key+" never ended (a panic or a timeout)")
+	}
+	for pkg := range rd.failedPkg {
+		if rd.failedTests[pkg] == 0 {
+			rd.r.final = append(rd.r.final, pkg+" failed with no failed test (its build, TestMain or leak check)")
 		}
 	}
-	slices.Sort(r.final)
-	return r
+	slices.Sort(rd.r.final)
+	return rd.r
 }
