@@ -413,7 +413,9 @@ func TestFairMutexSharedOwnerWaitersBothProceed(t *testing.T) {
 // is queued, and leaves that waiter's place alone; the waiter gets the
 // lock once rlock releases.
 func TestFairMutexRenewalKeepsTheQueue(t *testing.T) {
-	c := newClient(t, lock.Config{WatchdogTimeout: 300 * time.Millisecond, RenewInterval: 50 * time.Millisecond})
+	// keepLease, not 300 ms: a process frozen longer than the lease (stop
+	// 41's CI machine) cannot keep it, whatever its watchdog does.
+	c := newClient(t, lock.Config{WatchdogTimeout: keepLease, RenewInterval: 50 * time.Millisecond})
 	rc := raw(t)
 	java := rs.New(rc, rs.Options{})
 	n := name(t)
@@ -425,7 +427,7 @@ func TestFairMutexRenewalKeepsTheQueue(t *testing.T) {
 		t.Fatalf("Java acquire while rlock holds = %+v, %v", a, err)
 	}
 	// Three leases: the hold lives only by renewal.
-	deadline := time.Now().Add(900 * time.Millisecond)
+	deadline := time.Now().Add(3 * keepLease)
 	for time.Now().Before(deadline) {
 		select {
 		case <-h.Done():

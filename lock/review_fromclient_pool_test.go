@@ -42,7 +42,9 @@ func TestReviewRenewalsBesideABusyBlockingPool(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // polled: no signal for "blocked on the server"
 	}
 
-	c, err := lock.FromClient(rc, lock.Config{WatchdogTimeout: 600 * time.Millisecond, RenewInterval: 100 * time.Millisecond})
+	// keepLease (1.5 s), not 600 ms: stop 41's CI machine froze the
+	// process for longer than 600 ms less a renewal.
+	c, err := lock.FromClient(rc, lock.Config{WatchdogTimeout: keepLease, RenewInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestReviewRenewalsBesideABusyBlockingPool(t *testing.T) {
 	}
 	select {
 	case <-h.Done():
-		t.Errorf("a renewed hold (lease 600 ms, renewed every 100 ms) ended within 3 s while the application's BLPOP held the blocking pool: %v", context.Cause(h.Context()))
+		t.Errorf("a renewed hold (lease 1.5 s, renewed every 100 ms) ended within 3 s while the application's BLPOP held the blocking pool: %v", context.Cause(h.Context()))
 	case <-time.After(3 * time.Second):
 	}
 	closeWithin5s(t, c, "while the application's BLPOP holds the blocking pool", stopConsumer)
