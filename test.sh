@@ -43,8 +43,10 @@ echo "test.sh: lean module graph"
 .ci/lean-graph.sh
 # go test runs under internal/retest: a test that fails while the machine
 # was seen to stall (a CPU not scheduled for 100 ms or more) runs again,
-# alone, up to 3 runs in all; any other failure is final (docs/testing.md).
-retest_dir=$(mktemp -d)
+# alone, up to 3 runs in all; any other failure is final (README, "Tests";
+# docs/safety.md, "A machine that stalls"). Built in the clone, not in
+# /tmp, which may be mounted noexec.
+retest_dir=$(mktemp -d "$PWD/.retest.XXXXXX")
 trap 'rm -rf "$retest_dir"' EXIT
 go build -o "$retest_dir/retest" ./internal/retest
 for m in $modules; do

@@ -9,7 +9,7 @@ for _ in 1 2; do
   timeout 1800 sh -c 'while :; do :; done' &
   hogs+=($!)
 done
-retest_dir=$(mktemp -d)
+retest_dir=$(mktemp -d "$PWD/.retest.XXXXXX")
 trap 'kill "${hogs[@]}" 2>/dev/null || true; rm -rf "$retest_dir"' EXIT
 go build -o "$retest_dir/retest" ./internal/retest
 echo "busy.sh: two CPU hogs running (pids ${hogs[*]})"

@@ -17,7 +17,8 @@ import (
 // error when it cannot: the tests need them), hands them to use, runs the
 // tests with the stall meter running ([Stalled]), closes the servers and
 // then fails the run if goroutines leaked (the goroutines running before
-// the tests and those of IgnoreRueidis excepted). It does not return.
+// the tests and those of IgnoreRueidis excepted; when a test failed, the
+// leak is printed, not judged: leakcheck.Report). It does not return.
 func Main(m *testing.M, n int, opts Options, use func([]*Server)) {
 	before := leakcheck.IgnoreCurrent()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*DefaultTimeout)
@@ -37,11 +38,8 @@ func Main(m *testing.M, n int, opts Options, use func([]*Server)) {
 			code = 1
 		}
 	}
-	if code == 0 {
-		if err := leakcheck.Find(before, leakcheck.IgnoreAnyFunction(IgnoreRueidis...)); err != nil {
-			fmt.Fprintln(os.Stderr, "leakcheck:", err)
-			code = 1
-		}
+	if err := leakcheck.Find(before, leakcheck.IgnoreAnyFunction(IgnoreRueidis...)); err != nil {
+		leakcheck.Report(err, &code)
 	}
 	os.Exit(code)
 }

@@ -240,7 +240,7 @@ func clusterWatchdog(t *testing.T, env *clusterEnv) {
 	// Bounded: a hold lost meanwhile would leave every later tick short
 	// (the CI run of f67f204 hung here for 12 minutes, once).
 	deadline := time.After(30 * time.Second)
-	for full := 0; full < 10; {
+	for full := 0; full < int(3*keepLease/shortInterval); { // three leases
 		var e observe.Renew
 		select {
 		case e = <-tk:
@@ -250,7 +250,7 @@ func clusterWatchdog(t *testing.T, env *clusterEnv) {
 					t.Errorf("%s lost: %v", h.Name(), context.Cause(h.Context()))
 				}
 			}
-			t.Fatalf("no ten ticks renewing all %d locks within 30 s (%d so far)", len(helds), full)
+			t.Fatalf("no three leases of ticks renewing all %d locks within 30 s (%d so far)", len(helds), full)
 		}
 		if e.Renewed < len(helds) {
 			continue

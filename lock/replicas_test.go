@@ -145,11 +145,9 @@ func TestReplicaSyncAnUnacknowledgedWaitIsAnsweredWithAShortCommandTimeout(t *te
 			t.Fatalf("TryLock %d with a paused replica = %v, want ErrNotAcquired naming the replicas", i, err)
 		}
 	}
-	if excused == 0 && exists(t, mrc, n) {
-		t.Fatal("the unacknowledged hold was not given back")
+	if exists(t, mrc, n) { // an excused try's grant was gone before the next try
+		t.Fatalf("the unacknowledged hold was not given back (%d tries excused)", excused)
 	}
-	// An excused try's grant is given back in the background.
-	pollUntil(t, 10*time.Second, "the unacknowledged holds given back", func() bool { return !exists(t, mrc, n) })
 }
 
 // A release no replica acknowledges: the hold has ended on the master,

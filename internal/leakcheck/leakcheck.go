@@ -217,17 +217,29 @@ func VerifyNone(t testing.TB, opts ...Option) {
 // one that does set-up and tear-down around its Run.
 type TestingM interface{ Run() int }
 
-// VerifyTestMain runs the tests and, when they pass, fails the run if
-// goroutines started by them are still running. Goroutines that ran before
+// VerifyTestMain runs the tests and fails the run, when they passed, if
+// goroutines started by them are still running (when a test failed, it
+// prints what it found: Report). Goroutines that ran before
 // the tests are ignored. Call it from TestMain; it does not return.
 func VerifyTestMain(m TestingM, opts ...Option) {
 	before := IgnoreCurrent()
 	code := m.Run()
-	if code == 0 {
-		if err := Find(append(opts, before)...); err != nil {
-			fmt.Fprintln(os.Stderr, "leakcheck:", err)
-			code = 1
-		}
+	if err := Find(append(opts, before)...); err != nil {
+		Report(err, &code)
 	}
 	os.Exit(code)
+}
+
+// Report prints a leak check's finding err: when the tests passed (*code
+// 0), it fails the run (*code = 1); when a test failed, what it left
+// running may be its own (a test cut short by t.Fatal), so the finding is
+// printed but not judged (internal/retest then runs the failed tests
+// again alone, with their own leak check).
+func Report(err error, code *int) {
+	if *code == 0 {
+		fmt.Fprintln(os.Stderr, "leakcheck:", err)
+		*code = 1
+		return
+	}
+	fmt.Fprintln(os.Stderr, "leakcheck (not judged: a test failed, and what it left running may be its own):", err)
 }

@@ -60,9 +60,9 @@ func TestAFailureWithoutAStallIsFinal(t *testing.T) {
 	}
 }
 
-func TestARaceOrAPanicIsFinalWhateverTheStalls(t *testing.T) {
+func TestARaceAPanicOrABrokenExclusionIsFinalWhateverTheStalls(t *testing.T) {
 	stalled(t, time.Second)
-	for _, out := range []string{`"WARNING: DATA RACE\n"`, `"panic: test timed out after 40m0s\n"`} {
+	for _, out := range []string{`"WARNING: DATA RACE\n"`, `"    testing.go:1490: race detected during execution of test\n"`, `"panic: test timed out after 40m0s\n"`, `"double grant: a writer was granted\n"`, `"3 overlaps on a name\n"`} {
 		r := read(strings.NewReader(lines(out, true)), &strings.Builder{}, 100*time.Millisecond)
 		if len(r.failures) != 1 || r.failures[0].final == "" {
 			t.Errorf("output %s: failures %+v, want one, final", out, r.failures)
@@ -142,5 +142,42 @@ func TestAlways(t *testing.T) {
 	t.Setenv("RETEST_ALWAYS", "1")
 	if code := run([]string{"-count=1", "./..."}, 2, 0); code != 1 {
 		t.Fatalf("retest = %d, want 1: TestAlways fails every run", code)
+	}
+}
+
+func TestARaceOutsideAnyTestIsFinal(t *testing.T) {
+	stalled(t, time.Second)
+	in := lines(`"returned 400ms late\n"`, false) + `{"Action":"output","Package":"example.com/p","Output":"WARNING: DATA RACE\n"}` + "\n"
+	r := read(strings.NewReader(in), &strings.Builder{}, 100*time.Millisecond)
+	if len(r.final) != 1 || !strings.Contains(r.final[0], "data race") {
+		t.Fatalf("final %q: want the race final", r.final)
+	}
+}
+
+func TestAFlagsValueMustFollowAnEqualsSign(t *testing.T) {
+	if _, err := goFlags([]string{"-race", "-timeout", "40m", "./..."}); err == nil {
+		t.Fatal("-timeout 40m accepted: 40m would be taken for a package")
+	}
+	flags, err := goFlags([]string{"-race", "-count=1", "-timeout=40m", "./..."})
+	if err != nil || strings.Join(flags, " ") != "-race -count=1 -timeout=40m" {
+		t.Fatalf("flags %q, %v", flags, err)
+	}
+}
+
+func TestOnlyABrokenExclusionIsMatched(t *testing.T) {
+	for out, want := range map[string]bool{
+		"double grant: a writer was granted":                            true,
+		"2 double grants inside the assumptions":                        true,
+		"1 losses never signalled on the holder's context":              true,
+		"3 overlaps on a name":                                          true,
+		"timeouts 0, overlaps 2; want 0, 0":                             true,
+		"sync=true: 8 failovers: 0 double grants, 8 losses told before": false,
+		"=== RUN   TestMultiLocksOverlappingNamesOppositeOrders":        false,
+		"overlaps: 0":             false,
+		"0 stale writes accepted": false,
+	} {
+		if got := exclusion(out); got != want {
+			t.Errorf("exclusion(%q) = %v, want %v", out, got, want)
+		}
 	}
 }
