@@ -106,12 +106,15 @@ func run(args []string, tries int, minStall time.Duration) int {
 		fmt.Println("retest: go test failed with no failed test to run again")
 		return 1
 	}
-	code := 0
+	code, passed := 0, 0
 	for _, f := range r.failures {
 		if !again(f, flags, tries, minStall) {
 			code = 1
+			continue
 		}
+		passed++
 	}
+	fmt.Printf("retest: %d of %d failed tests passed when run again\n", passed, len(r.failures))
 	return code
 }
 
