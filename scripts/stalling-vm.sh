@@ -2,9 +2,11 @@
 # Runs a command the way a VM that freezes its processes would: the
 # command and everything it starts (test binaries, redis-server) go into
 # a cgroup-v1 freezer group, frozen again and again, for 50-650 ms every
-# 200-800 ms. STALL_MODE=cpu instead stalls one CPU at a time (a
-# real-time busy loop pinned there, as a host that deschedules one vCPU);
-# mixed (the default) does either, at random. The profile is the one measured on the VMs of session 23 and
+# 200-800 ms (STALL_MODE=all). STALL_MODE=threads freezes half the
+# threads, at random, as a host that deschedules one vCPU of two stalls
+# whatever runs there; STALL_MODE=cpu takes one CPU with a real-time busy
+# loop (milder: the kernel moves threads off it). mixed (the default) is
+# all or threads, at random. The profile is the one measured on the VMs of session 23 and
 # of stop 41's CI (docs/safety.md, "A VM that stalls"): p99 of a 10 ms
 # timer about 380 ms late, the longest stall about 600 ms.
 #
@@ -18,11 +20,12 @@ set -euo pipefail
 fz=/sys/fs/cgroup/freezer
 [ -d "$fz" ] || { echo "stalling-vm.sh: no cgroup-v1 freezer at $fz" >&2; exit 2; }
 group="$fz/rlock-stall-$$"
-mkdir "$group"
+mkdir "$group" "$group/part"
 cleanup() {
   [ -n "${ctl:-}" ] && kill "$ctl" 2>/dev/null || true
+  echo THAWED >"$group/part/freezer.state" 2>/dev/null || true
   echo THAWED >"$group/freezer.state" 2>/dev/null || true
-  rmdir "$group" 2>/dev/null || true
+  rmdir "$group/part" "$group" 2>/dev/null || true
 }
 trap cleanup EXIT
 RANDOM=${STALL_SEED:-$$}
@@ -38,7 +41,22 @@ RANDOM=${STALL_SEED:-$$}
     else d=$((400 + RANDOM % 250)); fi
     [ "${STALL_OFF:-0}" = 1 ] && continue
     mode=${STALL_MODE:-mixed}
-    [ "$mode" = mixed ] && mode=$([ $((RANDOM % 2)) = 0 ] && echo all || echo cpu)
+    [ "$mode" = mixed ] && mode=$([ $((RANDOM % 2)) = 0 ] && echo all || echo threads)
+    if [ "$mode" = threads ]; then
+      # Half the threads, at random, frozen in a child group: what runs
+      # on a descheduled vCPU stays there (the guest cannot move it).
+      while read -r tid; do
+        [ $((RANDOM % 2)) = 0 ] && echo "$tid" >"$group/part/tasks" 2>/dev/null || true
+      done <"$group/tasks"
+      echo FROZEN >"$group/part/freezer.state" 2>/dev/null || exit 0
+      sleep "0.$(printf '%03d' "$d")"
+      echo THAWED >"$group/part/freezer.state" 2>/dev/null || exit 0
+      while read -r tid; do
+        echo "$tid" >"$group/tasks" 2>/dev/null || true
+      done <"$group/part/tasks"
+      frozen_ms=$((frozen_ms + d)); n=$((n + 1))
+      continue
+    fi
     if [ "$mode" = cpu ]; then
       cpu=$((RANDOM % $(nproc)))
       timeout "0.$(printf '%03d' "$d")" chrt -f 50 taskset -c "$cpu" sh -c 'while :; do :; done' || true
