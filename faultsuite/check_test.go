@@ -18,10 +18,11 @@ const promptAnswer = 20 * time.Millisecond
 type roundResult struct {
 	seed     uint64
 	faults   []fault
-	outside  bool // the round broke an assumption
-	fence    bool // the fencing counters survived its faults (never for the rwlock topology: no tokens)
-	rw       bool // the rwlock topology
-	readings int  // the readers' holds (rwlock)
+	outside  bool          // the round broke an assumption
+	stalled  time.Duration // the longest stall of the suite's process in the round (stallOutside)
+	fence    bool          // the fencing counters survived its faults (never for the rwlock topology: no tokens)
+	rw       bool          // the rwlock topology
+	readings int           // the readers' holds (rwlock)
 	holdings int
 	writes   int
 	// calls counts the calls made with a ctx deadline; cuts are those it
@@ -97,7 +98,7 @@ func (r *round) check() roundResult {
 	// A fair lock and a read-write lock's write half take no tokens:
 	// only exclusion and counts are checked.
 	fenced := !r.topo.fair && !r.topo.rw
-	res := roundResult{seed: r.seed, faults: r.faults, outside: r.outside(), fence: fenced && !r.countersLost(), tokenless: !fenced, rw: r.topo.rw,
+	res := roundResult{seed: r.seed, faults: r.faults, outside: r.outside(), stalled: r.stalled, fence: fenced && !r.countersLost(), tokenless: !fenced, rw: r.topo.rw,
 		holdings: len(hs), history: hs, events: r.events}
 	r.injectMu.Lock()
 	res.injected = r.injected

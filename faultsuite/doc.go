@@ -56,8 +56,13 @@
 // fails the round (RedLock's and MultiLock's calls are reported only).
 // Inside the assumptions there must be no
 // double grant and no unsignalled loss; outside them the suite shows the
-// overlap and what the fence did about it. docs/safety.md has the
-// figures of a long run.
+// overlap and what the fence did about it. A round in which the suite's
+// own process was not scheduled for 50 ms or more (the stall meter of
+// package integration; a machine that freezes its processes) is outside
+// them too: its holders may not run before their leases end, which is
+// the pause holder-pause makes on purpose. Its line says so, and the case
+// logs how many rounds it put outside. docs/safety.md has the figures of
+// a long run.
 //
 // Running it:
 //

@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/rlock-go/rlock/integration"
+
 	// The Docker backend, so that integration.Backends runs every case on
 	// Docker too.
 	_ "github.com/rlock-go/rlock/integration/docker"
@@ -20,8 +22,20 @@ import (
 
 // Every goroutine of the suite — workers, the scheduler, the servers'
 // proxies, the Clients' loops, porcupine's checkers — is joined before its
-// case ends, so goleak ignores nothing.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// case ends, so goleak ignores nothing. The stall meter runs around the
+// tests (a round in which the process stalled is outside the
+// assumptions: stallOutside) and is joined before goleak looks.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(metered{m}) }
+
+// metered runs the tests with the stall meter running.
+type metered struct{ m *testing.M }
+
+// Run runs the tests with integration's stall meter running.
+func (w metered) Run() int {
+	integration.WatchStalls()
+	defer integration.StopStalls()
+	return w.m.Run()
+}
 
 // Environment variables and the flag that drive the suite (see doc.go).
 const (

@@ -108,7 +108,16 @@ func (res roundResult) line() string {
 	return fmt.Sprintf("%d holds%s, %d writes; double grants %d; stale writes rejected %d, accepted %d; fresh writes rejected %d; inverted tokens %d; losses signalled %d (late %d, by up to %v), unsignalled %d; false losses %d of %d probed; counts read %d, below %d, above %d; commands hit %v; losses reported up to %v after the lease ran out; %s: %s",
 		res.holdings, reads, res.writes, res.doubleGrants, res.staleRejected, res.staleAccepted, res.freshRejected, res.inverted,
 		res.signalled, res.late, res.lateBy.Round(time.Millisecond), res.unsignalled, res.falseLoss, res.probed,
-		res.reads, res.countBelow, res.countAbove, res.injected, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result)) + "; " + slackLine(res.calls, res.cuts) + closeLine(res.closes, res.closedHelds)
+		res.reads, res.countBelow, res.countAbove, res.injected, res.lossDelay.Round(time.Millisecond), res.model, verdict(res.result)) + "; " + slackLine(res.calls, res.cuts) + closeLine(res.closes, res.closedHelds) + stallLine(res.stalled)
+}
+
+// stallLine tells of a round put outside the assumptions by a stall of
+// the suite's process (stallOutside).
+func stallLine(stalled time.Duration) string {
+	if stalled < stallOutside {
+		return ""
+	}
+	return fmt.Sprintf("; outside the assumptions: the suite's process stalled %v (a CPU not scheduled)", stalled.Round(time.Millisecond))
 }
 
 // closeLine counts a round's close-stopped Closes, if any.
