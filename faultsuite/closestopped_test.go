@@ -283,7 +283,10 @@ func (r *round) leftovers(s *stopSignal) {
 	c := r.hist.counter
 	for m, conn := range c.conns {
 		for _, name := range c.names {
-			rctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+			// A second, not readTimeout: the master is running again by
+			// now, and a stall of this process or of redis-server must
+			// not pass for a leftover it could not read.
+			rctx, cancel := context.WithTimeout(context.Background(), leftoverReadTimeout)
 			kv, err := conn.Do(rctx, conn.B().Hgetall().Key(name).Build()).AsStrMap()
 			cancel()
 			if err != nil {

@@ -19,6 +19,10 @@ import (
 // the read is then left out.
 const readTimeout = 100 * time.Millisecond
 
+// leftoverReadTimeout bounds the read of a closed Client's leftovers,
+// once the master runs again (closestopped_test.go).
+const leftoverReadTimeout = time.Second
+
 // direct is one connection per master that bypasses the proxy (so no
 // injected fault, partition included, touches it): the suite's view of
 // what Redis holds.

@@ -71,6 +71,7 @@ type summary struct {
 	byKind  map[string]*tally // rounds by their lead fault
 	seeds   []uint64
 	failed  int
+	stalled int // rounds put outside by a stall of the suite's process
 	elapsed time.Duration
 	started time.Time
 }
@@ -80,6 +81,9 @@ func newSummary(b integration.Backend, topo topology) *summary {
 }
 
 func (s *summary) add(res roundResult) {
+	if res.stalled >= stallOutside {
+		s.stalled++
+	}
 	if res.outside {
 		s.outside.add(res)
 	} else {
@@ -185,6 +189,9 @@ const (
 func (s *summary) row() string {
 	in, out := s.inside, s.outside
 	rounds := fmt.Sprintf("%d / %d", in.rounds, out.rounds)
+	if s.stalled > 0 {
+		rounds += fmt.Sprintf(" (%d by stalls)", s.stalled)
+	}
 	if s.failed > 0 {
 		rounds += fmt.Sprintf(", %d failed", s.failed)
 	}

@@ -211,9 +211,12 @@ func backendOffset(b integration.Backend) uint64 {
 // outside reports whether the round breaks an assumption of docs/safety.md:
 // one of its faults does, or the suite's process stalled (stallOutside).
 func (r *round) outside() bool {
-	if r.stalled >= stallOutside {
-		return true
-	}
+	return r.stalled >= stallOutside || r.faultOutside()
+}
+
+// faultOutside reports whether one of the round's faults breaks an
+// assumption.
+func (r *round) faultOutside() bool {
 	for _, f := range r.faults {
 		if f.kind.outside {
 			return true

@@ -50,6 +50,7 @@ var stallMeter struct {
 	mu     sync.Mutex
 	stalls []stall
 	meters int           // how many CPUs are metered (while running, and after)
+	looked []time.Time   // when each meter last woke (while running)
 	stop   chan struct{} // nil when the meter is not running
 	done   chan struct{}
 }
@@ -61,19 +62,33 @@ func WatchStalls() {
 	if benchmarking() {
 		return
 	}
+	if startMeter() {
+		// Every meter looks once before WatchStalls returns (1 s at
+		// most): a meter not yet running when a stall comes would not see
+		// it, and the intersection over CPUs would count nothing (seen on
+		// a loaded machine in TestStallMeterSeesTheProcessStopped).
+		awaitLooks(time.Now(), time.Second)
+	}
+}
+
+// startMeter starts the meter's goroutines unless they run, and reports
+// whether it did.
+func startMeter() bool {
 	m := &stallMeter
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stop != nil {
-		return
+		return false
 	}
 	cpus := allowedCPUs()
 	if len(cpus) > maxMeters {
 		cpus = cpus[:maxMeters]
 	}
 	m.meters = len(cpus)
+	m.looked = make([]time.Time, len(cpus))
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	go meterStalls(cpus, m.stop, m.done)
+	return true
 }
 
 // StopStalls ends the stall meter and waits for its goroutines; what it
@@ -116,15 +131,18 @@ func meterCPU(i, cpu int, stop <-chan struct{}) {
 		case <-t.C:
 		}
 		now := time.Now()
+		m := &stallMeter
+		m.mu.Lock()
 		if now.Sub(due) > stallLate {
-			m := &stallMeter
-			m.mu.Lock()
 			if len(m.stalls) == stallKeep {
 				m.stalls = append(m.stalls[:0], m.stalls[stallKeep/2:]...)
 			}
 			m.stalls = append(m.stalls, stall{from: due, to: now, cpu: i})
-			m.mu.Unlock()
 		}
+		if i < len(m.looked) {
+			m.looked[i] = now
+		}
+		m.mu.Unlock()
 		due = now.Add(stallTick)
 		t.Reset(stallTick)
 	}
@@ -138,6 +156,7 @@ type span struct{ from, to time.Time }
 // that a call returned within bound of its ctx's end asserts that the
 // overrun less Stalled(end, returned) is within bound.
 func Stalled(from, to time.Time) time.Duration {
+	awaitLooks(to, lookWait)
 	m := &stallMeter
 	m.mu.Lock()
 	per := make([][]span, m.meters)
@@ -168,6 +187,7 @@ func Stalled(from, to time.Time) time.Duration {
 // never an excuse for a bound (internal/retest uses it to decide whether
 // a failed test may be run again).
 func LongestStall(from, to time.Time) time.Duration {
+	awaitLooks(to, lookWait)
 	m := &stallMeter
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -178,6 +198,33 @@ func LongestStall(from, to time.Time) time.Duration {
 		}
 	}
 	return d
+}
+
+// lookWait bounds awaitLooks.
+const lookWait = 50 * time.Millisecond
+
+// awaitLooks waits, d at most, until every running meter has woken after
+// to: a stall is noted only when its meter wakes, so a stall that ended
+// just before to (the process thawed, and the caller ran first) would
+// otherwise not be counted yet.
+func awaitLooks(to time.Time, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		m := &stallMeter
+		m.mu.Lock()
+		done := m.stop == nil
+		if !done {
+			done = true
+			for _, l := range m.looked {
+				done = done && !l.Before(to)
+			}
+		}
+		m.mu.Unlock()
+		if done || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond) // polled: the meters signal nothing
+	}
 }
 
 // union returns spans merged into disjoint, sorted spans.
