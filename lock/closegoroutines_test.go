@@ -36,49 +36,65 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfClose(t *testing.T) {
 	cfg := lock.Config{WatchdogTimeout: 3 * time.Second, RenewInterval: time.Second, CommandTimeout: ct}
 	for _, how := range []string{"New", "FromClient"} {
 		t.Run(how, func(t *testing.T) {
-			srv := integrationRedis(t)
-			n := name(t)
-			before := goroutineIDs()
-			var c *lock.Client
-			if how == "New" {
-				c = newClient(t, cfg, srv) // renewals on a dedicated connection
-			} else {
-				rc := integration.NewClient(t, srv.Addr()) // through the proxy
-				var err error
-				c, err = lock.FromClient(rc, cfg) // renewals on rc's shared connection
-				must(t, err)
-				t.Cleanup(func() { _ = c.Close(bg()) })
-			}
-			h, err := c.Mutex(n).Lock(bg())
-			must(t, err)
-			// The lock's next renewal reaches the proxy, which holds it
-			// far longer than the test measures.
-			onWire := make(chan struct{})
-			var at time.Time
-			var once sync.Once
-			inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
-				if len(cmd) > 3 && strings.EqualFold(cmd[0], "EVALSHA") && cmd[1] == reentrant.RenewScript.SHA1() && slices.Contains(cmd, n) {
-					once.Do(func() { close(onWire) })
-					return true
+			// A void measurement (checkGoroutinesAfterClose) is made
+			// again, up to three times in all.
+			for try := range 3 {
+				if !closeWithARenewalHeld(t, how, cfg, ct) {
+					return
 				}
-				return false
-			}), Action: integration.DelayRequest(30 * time.Second)})
-			select {
-			case <-onWire:
-				at = time.Now()
-			case <-h.Done():
-				t.Fatalf("the hold ended before its renewal was held: %v", context.Cause(h.Context()))
-			case <-time.After(10 * time.Second):
-				t.Fatal("no renewal reached the proxy within 10 s")
+				t.Logf("try %d void: measured again", try)
 			}
-			ctx, cancel := context.WithTimeout(bg(), ct)
-			defer cancel()
-			err = c.Close(ctx)
-			closed := time.Now()
-			t.Logf("Close returned %v after the renewal reached the proxy: %v", closed.Sub(at).Round(time.Millisecond), err)
-			checkGoroutinesAfterClose(t, before, closed, ct)
+			t.Error("three measurements void: nothing measured")
 		})
 	}
+}
+
+// closeWithARenewalHeld is one measurement of
+// TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfClose on a Client made
+// by how; it reports whether it was void.
+func closeWithARenewalHeld(t *testing.T, how string, cfg lock.Config, ct time.Duration) (blind bool) {
+	t.Helper()
+	srv := integrationRedis(t)
+	n := name(t)
+	before := goroutineIDs()
+	var c *lock.Client
+	if how == "New" {
+		c = newClient(t, cfg, srv) // renewals on a dedicated connection
+	} else {
+		rc := integration.NewClient(t, srv.Addr()) // through the proxy
+		var err error
+		c, err = lock.FromClient(rc, cfg) // renewals on rc's shared connection
+		must(t, err)
+		t.Cleanup(func() { _ = c.Close(bg()) })
+	}
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	// The lock's next renewal reaches the proxy, which holds it
+	// far longer than the test measures.
+	onWire := make(chan struct{})
+	var at time.Time
+	var once sync.Once
+	inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
+		if len(cmd) > 3 && strings.EqualFold(cmd[0], "EVALSHA") && cmd[1] == reentrant.RenewScript.SHA1() && slices.Contains(cmd, n) {
+			once.Do(func() { close(onWire) })
+			return true
+		}
+		return false
+	}), Action: integration.DelayRequest(30 * time.Second)})
+	select {
+	case <-onWire:
+		at = time.Now()
+	case <-h.Done():
+		t.Fatalf("the hold ended before its renewal was held: %v", context.Cause(h.Context()))
+	case <-time.After(10 * time.Second):
+		t.Fatal("no renewal reached the proxy within 10 s")
+	}
+	ctx, cancel := context.WithTimeout(bg(), ct)
+	defer cancel()
+	err = c.Close(ctx)
+	closed := time.Now()
+	t.Logf("Close returned %v after the renewal reached the proxy: %v", closed.Sub(at).Round(time.Millisecond), err)
+	return checkGoroutinesAfterClose(t, before, closed, ct)
 }
 
 // goroutineIDs returns the ids of the goroutines running now.
@@ -133,6 +149,11 @@ func awaitLibGoroutines(before map[string]bool, since time.Time, bound, limit ti
 		gs := libGoroutines(before)
 		now := time.Now()
 		if len(gs) == 0 {
+			if atBound == nil && now.Sub(since) > bound {
+				// Not looked at since before bound: what ran then is not
+				// known (blind, below).
+				atBound = []string{}
+			}
 			return now.Sub(since), atBound, nil
 		}
 		if atBound == nil && now.Sub(since) > bound {
@@ -191,7 +212,7 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseTheMasterStopped(t *te
 	if h.Context().Err() == nil {
 		t.Error("the Held's context was not done when Close returned")
 	}
-	checkGoroutinesAfterClose(t, before, closed, ct)
+	notBlind(t, checkGoroutinesAfterClose(t, before, closed, ct))
 	resume()
 }
 
@@ -228,7 +249,7 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseWithTheHubConnected(t 
 	err = c.Close(ctx)
 	closed := time.Now()
 	t.Logf("Close returned: %v", err)
-	checkGoroutinesAfterClose(t, before, closed, ct)
+	notBlind(t, checkGoroutinesAfterClose(t, before, closed, ct))
 	resume()
 }
 
@@ -356,7 +377,7 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseOnACluster(t *testing.
 	err := c.Close(ctx)
 	closed := time.Now()
 	t.Logf("Close returned: %v", err)
-	checkGoroutinesAfterClose(t, before, closed, ct)
+	notBlind(t, checkGoroutinesAfterClose(t, before, closed, ct))
 }
 
 // checkGoroutinesAfterClose waits (polling: nothing signals a goroutine's
@@ -364,7 +385,15 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfCloseOnACluster(t *testing.
 // left, and fails the test when the last ended more than 2 × ct (plus
 // boundSlack, and stalls of the process: lateness) after closed, when
 // Close returned.
-func checkGoroutinesAfterClose(t *testing.T, before map[string]bool, closed time.Time, ct time.Duration) {
+//
+// It reports blind, and asserts nothing, when the poll that found none
+// left came after bound and no poll came between bound and it: the
+// goroutines may have ended at any time in between. Seen once, in the
+// busy pass of this session's clean-clone CI (2026-11-30): one poll came
+// 4.99 s after Close, the one before it before 200 ms, and the retest
+// meter saw no stall of the machine meanwhile; what held the poller
+// (runtime.Stack stops the world) is not known.
+func checkGoroutinesAfterClose(t *testing.T, before map[string]bool, closed time.Time, ct time.Duration) (blind bool) {
 	t.Helper()
 	bound := 2 * ct
 	last, atBound, left := awaitLibGoroutines(before, closed, bound, 5*time.Second)
@@ -373,7 +402,22 @@ func checkGoroutinesAfterClose(t *testing.T, before map[string]bool, closed time
 	if left != nil {
 		t.Fatalf("%d goroutines with a frame of rlock still ran 5 s after Close returned:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
-	if last-stalled > bound+boundSlack {
-		t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
+	if last-stalled <= bound+boundSlack {
+		return false
+	}
+	if atBound != nil && len(atBound) == 0 {
+		t.Logf("no poll between %v and %v after Close: the measurement is void", bound, last.Round(time.Millisecond))
+		return true
+	}
+	t.Errorf("a goroutine of rlock outlived Close by %v, more than 2 × CommandTimeout (%v); at %v:\n%s", last.Round(time.Millisecond), bound, bound, strings.Join(atBound, "\n"))
+	return false
+}
+
+// notBlind fails the test when its one measurement was void: the tests
+// that cannot repeat theirs.
+func notBlind(t *testing.T, blind bool) {
+	t.Helper()
+	if blind {
+		t.Error("the goroutines after Close were not polled between the bound and the end: nothing measured")
 	}
 }
