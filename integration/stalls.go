@@ -49,8 +49,7 @@ type stall struct {
 var stallMeter struct {
 	mu     sync.Mutex
 	stalls []stall
-	meters int           // how many CPUs are metered (while running, and after)
-	looked []time.Time   // when each meter last woke (while running)
+	looked []time.Time   // when each metered CPU's meter last woke (kept after it stops)
 	stop   chan struct{} // nil when the meter is not running
 	done   chan struct{}
 }
@@ -84,7 +83,6 @@ func startMeter() bool {
 	if len(cpus) > maxMeters {
 		cpus = cpus[:maxMeters]
 	}
-	m.meters = len(cpus)
 	m.looked = make([]time.Time, len(cpus))
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	go meterStalls(cpus, m.stop, m.done)
@@ -139,9 +137,7 @@ func meterCPU(i, cpu int, stop <-chan struct{}) {
 			}
 			m.stalls = append(m.stalls, stall{from: due, to: now, cpu: i})
 		}
-		if i < len(m.looked) {
-			m.looked[i] = now
-		}
+		m.looked[i] = now
 		m.mu.Unlock()
 		due = now.Add(stallTick)
 		t.Reset(stallTick)
@@ -159,7 +155,7 @@ func Stalled(from, to time.Time) time.Duration {
 	awaitLooks(to, lookWait)
 	m := &stallMeter
 	m.mu.Lock()
-	per := make([][]span, m.meters)
+	per := make([][]span, len(m.looked))
 	for _, s := range m.stalls {
 		if s.cpu < len(per) {
 			per[s.cpu] = append(per[s.cpu], span{s.from, s.to})

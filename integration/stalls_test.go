@@ -14,9 +14,8 @@ func TestStallMeterSeesTheProcessStopped(t *testing.T) {
 	if benchmarking() {
 		t.Skip("the stall meter does not run while benchmarks run")
 	}
-	WatchStalls()
+	WatchStalls() // returns once every meter is running
 	defer StopStalls()
-	time.Sleep(20 * time.Millisecond) // the meters are running
 	from := time.Now()
 	pid := strconv.Itoa(os.Getpid())
 	stopper := exec.Command("sh", "-c", "kill -STOP "+pid+"; sleep 0.4; kill -CONT "+pid)
@@ -40,16 +39,16 @@ func TestStallMeterSeesTheProcessStopped(t *testing.T) {
 func TestStalledCountsWhatEveryCPUStalled(t *testing.T) {
 	m := &stallMeter
 	m.mu.Lock()
-	saved, savedMeters := m.stalls, m.meters
+	saved, savedLooked := m.stalls, m.looked
 	t0 := time.Now().Add(-time.Hour)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	m.meters = 2
+	m.looked = make([]time.Time, 2) // two CPUs metered
 	m.stalls = []stall{
 		{at(100), at(300), 0}, {at(200), at(400), 0}, {at(500), at(600), 0}, {at(700), at(800), 0},
 		{at(150), at(250), 1}, {at(350), at(550), 1}, {at(360), at(370), 1},
 	}
 	m.mu.Unlock()
-	defer func() { m.mu.Lock(); m.stalls, m.meters = saved, savedMeters; m.mu.Unlock() }()
+	defer func() { m.mu.Lock(); m.stalls, m.looked = saved, savedLooked; m.mu.Unlock() }()
 	for _, c := range []struct {
 		from, to int
 		want     time.Duration
