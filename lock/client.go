@@ -329,7 +329,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, d *dials) (*C
 	if !owned {
 		bgrc = c.crc.background()
 	}
-	c.cleaner = latchCleaner{rc: bgrc, owned: owned, timeout: cfg.CommandTimeout, latches: make(chan string, latchQueue), full: make(chan struct{}, 1)}
+	c.cleaner = latchCleaner{rc: bgrc, owned: owned, cluster: rc.Mode() == rueidis.ClientModeCluster, timeout: cfg.CommandTimeout, latches: make(chan string, latchQueue), full: make(chan struct{}, 1)}
 	c.queues.m, c.queues.settling, c.queues.spawn, c.queues.timeout = map[string]*queue{}, &c.settling, c.wk.spawn, cfg.CommandTimeout
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.route.at, c.route.readSlots, c.route.refreshSlots

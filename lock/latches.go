@@ -30,6 +30,7 @@ import (
 type latchCleaner struct {
 	rc      rueidis.Client
 	owned   bool          // rc is the Client's own (New made it): batches go on a connection of their own
+	cluster bool          // rc is a Cluster's: one DEL per slot (bySlot); else one for the whole batch
 	timeout time.Duration // one command's (Config.CommandTimeout)
 	ttl     time.Duration // a latch's life (env.recordTTL): one older has expired by itself
 	latches chan string   // latches to delete, queued by releases (env.queueLatch)
@@ -140,10 +141,12 @@ func (lc *latchCleaner) delete(ctx context.Context, batch []latch) []latch {
 // one round trip bounded by one CommandTimeout, and returns the latches
 // whose delete got no answer (or was not sent: ctx ended), or a transient
 // error reply (BUSY, LOADING, READONLY, TRYAGAIN, MASTERDOWN: classify's
-// ErrUnavailable), and that have not expired by themselves. The latches of
-// one slot (one lock's latches share its hash tag) go in one DEL: 20,000
-// Lock+Unlock cycles of one lock took 20,000 DELs of the cleaner's, and
-// now take 31 to 37 (INFO commandstats).
+// ErrUnavailable), and that have not expired by themselves. In a Cluster
+// the latches of one slot (one lock's latches share its hash tag) go in
+// one DEL; on one master (standalone, Sentinel) the whole batch does,
+// without hashing a key: 20,000 Lock+Unlock cycles of one lock took
+// 20,000 DELs of the cleaner's, and now take 31 to 37 (INFO
+// commandstats).
 func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func(context.Context, []rueidis.Completed) []rueidis.RedisResult) []latch {
 	var again []latch
 	for len(batch) > 0 {
@@ -151,7 +154,10 @@ func (lc *latchCleaner) deleteWith(ctx context.Context, batch []latch, send func
 			return append(again, batch...)
 		}
 		n := min(len(batch), latchBatch)
-		groups := bySlot(batch[:n])
+		groups := [][]latch{batch[:n]}
+		if lc.cluster {
+			groups = bySlot(batch[:n])
+		}
 		batch = batch[n:]
 		// A new slice each time: rueidis's writer may still read the last
 		// one after DoMulti returned.

@@ -2,9 +2,11 @@ package reentrant
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Messages published on a lock's channel. Redisson parses them as numbers:
@@ -48,13 +50,28 @@ func LatchName(name, requestID string) string {
 	return "redisson_unlock_latch:{" + name + "}:" + requestID
 }
 
-// NewRequestID returns 32 random lowercase hex characters: one per Unlock
-// call, reused by that call's retries.
+// NewRequestID returns 32 lowercase hex characters that no other call of
+// any process returns: one per request (an acquire, an Unlock call),
+// reused by its retries. The first 16 are drawn at random once per
+// process, the last 16 count the process's requests, so that an ID takes
+// no read of the system's random source on the path every Lock and Unlock
+// takes; two processes share IDs only if they drew the same 64 bits.
 func NewRequestID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error
+	binary.BigEndian.PutUint64(b[:8], requestPrefix)
+	binary.BigEndian.PutUint64(b[8:], requestSeq.Add(1))
 	return hex.EncodeToString(b[:])
 }
+
+// requestPrefix and requestSeq make NewRequestID's IDs.
+var (
+	requestPrefix = func() uint64 {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error
+		return binary.BigEndian.Uint64(b[:])
+	}()
+	requestSeq atomic.Uint64
+)
 
 // NewClientID returns a random version-4 UUID in Redisson's 36-character
 // lowercase form; one per client process connection pool.
