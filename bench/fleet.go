@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/rlock-go/rlock/internal/redissonstandin"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
 	"github.com/rlock-go/rlock/reentrant"
@@ -524,7 +525,7 @@ func (r *redissonWaiter) unsubscribe() {
 // unlock is RedissonLock.unlock(): the release script, then the unlock
 // latch deleted in the background.
 func (r *redissonWaiter) unlock(ctx context.Context) error {
-	latch := reentrant.LatchName(r.name, reentrant.NewRequestID())
+	latch := reentrant.LatchName(r.name, redissonstandin.NewRequestID()) // Redisson's: random per request
 	res := redissonRelease.Exec(ctx, r.rc, []string{r.name, r.channel, latch},
 		[]string{redissonUnlockMsg, redissonLease, r.field, "PUBLISH", redissonLatchTTL})
 	if err := res.Error(); rueidis.IsRedisNil(err) {

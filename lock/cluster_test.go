@@ -90,7 +90,18 @@ func TestCluster(t *testing.T) {
 	t.Run("WatchdogOneRoundTrip", func(t *testing.T) { clusterWatchdog(t, env) })
 	t.Run("PlainPubSub", func(t *testing.T) { clusterPlain(t, env) })
 	t.Run("SubscriptionKilled", func(t *testing.T) { clusterSubscriptionKilled(t, env) })
-	t.Run("LatchesDeleted", func(t *testing.T) { clusterLatchesDeleted(t, env) })
+	t.Run("LatchesDeleted", func(t *testing.T) { clusterLatchesDeleted(t, env, env.client(t, lock.Config{})) })
+	t.Run("LatchesDeletedFromClient", func(t *testing.T) {
+		// The cleaner tells a Cluster by the rueidis client's mode: one
+		// given to FromClient too.
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: env.cl.Addrs(), DisableCache: true})
+		must(t, err)
+		t.Cleanup(rc.Close)
+		c, err := lock.FromClient(rc, lock.Config{Cluster: true})
+		must(t, err)
+		t.Cleanup(func() { _ = c.Close(bg()) })
+		clusterLatchesDeleted(t, env, c)
+	})
 }
 
 // The unlock latches of releases on all three masters, which the cleaner
@@ -98,8 +109,7 @@ func TestCluster(t *testing.T) {
 // keys of two slots makes rueidis's cluster builder panic (a Cluster
 // would answer CROSSSLOT), and latches not deleted live out their TTL
 // (132 s here).
-func clusterLatchesDeleted(t *testing.T, env *clusterEnv) {
-	c := env.client(t, lock.Config{})
+func clusterLatchesDeleted(t *testing.T, env *clusterEnv, c *lock.Client) {
 	var all []string
 	for _, ns := range env.names(t, 3) {
 		for _, n := range ns {

@@ -22,7 +22,7 @@ func Example() {
 	}
 	defer rc.Close()
 
-	name := "orders:" + reentrant.NewRequestID()[:8]
+	name := "orders:" + reentrant.NewRequestID()
 	field := reentrant.Field(reentrant.NewClientID(), 1) // "<client id>:<owner>"
 	acq := reentrant.AcquireRequest{Name: name, Field: field, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID()}
 	res, err := acq.Run(ctx, rc)

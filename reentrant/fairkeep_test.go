@@ -16,7 +16,7 @@ import (
 // one grant does; nobody is woken. A plain release wakes the head.
 func TestFairGiveBackKeepsItsPlace(t *testing.T) {
 	rc := client(t)
-	name := "fairkeep:" + reentrant.NewRequestID()[:8]
+	name := "fairkeep:" + reentrant.NewRequestID()
 	a, b := reentrant.Field(reentrant.NewClientID(), 1), reentrant.Field(reentrant.NewClientID(), 2)
 	wait := 5 * time.Second
 	acquire := func(field string) reentrant.AcquireResult {
@@ -112,7 +112,7 @@ func TestLeaveFairWithoutPublishPermission(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rc.Close()
-			name := "leave-noperm:" + reentrant.NewRequestID()[:8]
+			name := "leave-noperm:" + reentrant.NewRequestID()
 			a, b := reentrant.Field(reentrant.NewClientID(), 1), reentrant.Field(reentrant.NewClientID(), 2)
 			now := time.Now().UnixMilli()
 			for i, f := range []string{a, b} {

@@ -50,12 +50,15 @@ func LatchName(name, requestID string) string {
 	return "redisson_unlock_latch:{" + name + "}:" + requestID
 }
 
-// NewRequestID returns 32 lowercase hex characters that no other call of
-// any process returns: one per request (an acquire, an Unlock call),
-// reused by its retries. The first 16 are drawn at random once per
-// process, the last 16 count the process's requests, so that an ID takes
-// no read of the system's random source on the path every Lock and Unlock
-// takes; two processes share IDs only if they drew the same 64 bits.
+// NewRequestID returns a request ID of 32 lowercase hex characters: one
+// per request (an acquire, an Unlock call), reused by its retries. The
+// first 16 are drawn at random once per process and the last 16 count the
+// process's requests, so that an ID takes no read of the system's random
+// source on the path every Lock and Unlock takes. No two calls of one
+// process return the same ID; two processes do only if they drew the same
+// 64 bits (or one is a snapshot of the other, restored or cloned while
+// running). A prefix of an ID is not unique: take a name's unique part
+// from the whole ID.
 func NewRequestID() string {
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], requestPrefix)

@@ -28,7 +28,7 @@ func Example() {
 	}
 
 	// A lock taken by hand (package lock does this for a Mutex).
-	name := "orders:" + reentrant.NewRequestID()[:8]
+	name := "orders:" + reentrant.NewRequestID()
 	field := reentrant.Field(reentrant.NewClientID(), 1)
 	acq := reentrant.AcquireRequest{Name: name, Field: field, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID()}
 	if _, err := acq.Run(ctx, rc); err != nil {

@@ -32,7 +32,7 @@ func client(t testing.TB) rueidis.Client {
 // acquire takes n locks named prefix:i for field with lease, in one round trip.
 func acquire(t testing.TB, rc rueidis.Client, prefix, field string, n int, lease time.Duration) []string {
 	t.Helper()
-	prefix += ":" + reentrant.NewRequestID()[16:] // unique across -count runs (the process's request count)
+	prefix += ":" + reentrant.NewRequestID() // unique across -count runs
 	names := make([]string, n)
 	cmds := make([]rueidis.Completed, n)
 	for i := range names {
