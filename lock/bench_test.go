@@ -14,6 +14,7 @@ import (
 	"github.com/rlock-go/rlock/integration"
 	"github.com/rlock-go/rlock/lock"
 	"github.com/rlock-go/rlock/observe"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
 // BenchmarkLockUnlock and BenchmarkRawEvalsha run on the same server and
@@ -41,6 +42,29 @@ func benchLockUnlock(b *testing.B, ctx context.Context) {
 		}
 		if err := h.Unlock(ctx); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkScriptsRaw sends what an uncontended TryLock+Unlock sends
+// (rlock's acquire and release scripts, one round trip each) on a plain
+// rueidis client, with a ctx that can be cancelled as
+// BenchmarkLockUnlockCancellable's: their ratio is what the Client adds
+// (the bench module's "rlock ÷ rlock's scripts sent raw", in small).
+func BenchmarkScriptsRaw(b *testing.B) {
+	rc := integration.NewClient(b, shared.DirectAddr())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key, field := name(b), reentrant.Field(reentrant.NewClientID(), 1)
+	for b.Loop() {
+		a, err := reentrant.AcquireRequest{Name: key, Field: field, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID()}.Run(ctx, rc)
+		if err != nil || a.Status != reentrant.Acquired {
+			b.Fatal(a.Status, err)
+		}
+		r, err := reentrant.Release{Name: key, Field: field, Lease: 30 * time.Second, RequestID: reentrant.NewRequestID(),
+			Publish: reentrant.Publish, LatchTTL: 30 * time.Second}.Run(ctx, rc)
+		if err != nil || r != reentrant.Released {
+			b.Fatal(r, err)
 		}
 	}
 }
