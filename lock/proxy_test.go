@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -85,36 +86,66 @@ func TestUndoOfALostAcquireSparesTheRetry(t *testing.T) {
 func TestAcquireAnsweredAfterItsLease(t *testing.T) {
 	for _, explicit := range []bool{false, true} {
 		t.Run(map[bool]string{false: "watchdog", true: "lease"}[explicit], func(t *testing.T) {
-			srv := integrationRedis(t)
-			lease := 300 * time.Millisecond
-			cfg := lock.Config{CommandTimeout: time.Second}
-			var opts []lock.Option
-			if explicit {
-				opts = append(opts, lock.Lease(lease))
-			} else {
-				cfg = lock.Config{WatchdogTimeout: lease, RenewInterval: 100 * time.Millisecond, CommandTimeout: 150 * time.Millisecond}
+			// A try in which a stall of the process, not the answer's
+			// delay, let the lease run out is void and made again, up
+			// to three in all.
+			for try := range 3 {
+				if !acquireAnsweredAfterItsLease(t, explicit, fmt.Sprintf("%s:%d", name(t), try)) {
+					return
+				}
 			}
-			c := newClient(t, cfg, srv)
-			other := newClient(t, lock.Config{}, srv)
-			n := name(t)
-			// Only the first acquire's reply is late (a delay cut short by
-			// a closed connection would otherwise move to the next one).
-			var once atomic.Bool
-			acquire := isAcquire(n)
-			inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
-				return acquire(cmd) && once.CompareAndSwap(false, true)
-			}), Action: integration.DelayReply(450 * time.Millisecond)})
-			h, err := c.Mutex(n).Lock(bg(), opts...)
-			if err != nil {
-				t.Fatalf("Lock: %v", err)
-			}
-			if g, err := other.Mutex(n).TryLock(bg()); err == nil {
-				_ = g.Unlock(bg())
-				t.Fatalf("another client was granted the lock while the Held returned is alive=%v", alive(h))
-			}
-			_ = h.Unlock(bg())
+			t.Error("three tries void: nothing measured")
 		})
 	}
+}
+
+// acquireAnsweredAfterItsLease is one try of
+// TestAcquireAnsweredAfterItsLease on lock name n; it reports whether it
+// was void.
+func acquireAnsweredAfterItsLease(t *testing.T, explicit bool, n string) (void bool) {
+	t.Helper()
+	srv := integrationRedis(t)
+	lease := 300 * time.Millisecond
+	cfg := lock.Config{CommandTimeout: time.Second}
+	var opts []lock.Option
+	if explicit {
+		opts = append(opts, lock.Lease(lease))
+	} else {
+		cfg = lock.Config{WatchdogTimeout: lease, RenewInterval: 100 * time.Millisecond, CommandTimeout: 150 * time.Millisecond}
+	}
+	c := newClient(t, cfg, srv)
+	other := newClient(t, lock.Config{}, srv)
+	// Only the first acquire's reply is late (a delay cut short by
+	// a closed connection would otherwise move to the next one).
+	var once atomic.Bool
+	acquire := isAcquire(n)
+	inject(t, srv, integration.Rule{Match: integration.MatchFunc(func(cmd []string) bool {
+		return acquire(cmd) && once.CompareAndSwap(false, true)
+	}), Action: integration.DelayReply(450 * time.Millisecond)})
+	h, err := c.Mutex(n).Lock(bg(), opts...)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	defer func() { _ = h.Unlock(bg()) }()
+	g, err := other.Mutex(n).TryLock(bg())
+	if err != nil {
+		return false
+	}
+	tried := time.Now()
+	_ = g.Unlock(bg())
+	// The Held's grant was sent at AcquiredAt. Returned for a grant
+	// answered after its lease (the finding), the other client's
+	// TryLock comes 450 ms or more after it, stall or not. A stall of
+	// the process between them can also outlast a fresh grant's lease:
+	// what is left of the span once the stall is taken out is then well
+	// within the lease.
+	span := tried.Sub(h.AcquiredAt())
+	if stall := integration.LongestStall(h.AcquiredAt(), tried); stall > 0 && span-stall < lease/2 {
+		t.Logf("another client was granted %v after the Held's grant was sent, a CPU stalled %v of it: void", span, stall)
+		return true
+	}
+	t.Fatalf("another client was granted the lock %v after the Held's grant was sent, while the Held returned is alive=%v", span, alive(h))
+	return false
 }
 
 // Finding 14a: a Lock whose ctx ends while its acquire is in flight, and
