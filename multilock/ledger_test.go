@@ -3,6 +3,7 @@ package multilock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -103,8 +104,29 @@ func TestReleaseFromOutsideCountsAsALoss(t *testing.T) {
 // goroutine by (41 ms seen with a 2 s lease).
 func TestExplicitLeaseEndsAtValidity(t *testing.T) {
 	cs := clients(t, shared[:3], lock.Config{})
+	// A try seen late with a stall of the process of 100 ms or more
+	// since the validity's end is void and made again, up to three in
+	// all; a late end with no such stall fails.
+	for try := range 3 {
+		if !explicitLeaseEndsAtValidity(t, cs, fmt.Sprintf("%s:%d", name(t), try)) {
+			return
+		}
+	}
+	t.Error("three tries void: nothing measured")
+}
+
+// stallVoids is the stall of the process that makes a late try of
+// TestExplicitLeaseEndsAtValidity void: what internal/retest takes for a
+// machine that stalls.
+const stallVoids = 100 * time.Millisecond
+
+// explicitLeaseEndsAtValidity is one try of
+// TestExplicitLeaseEndsAtValidity on lock name n; it reports whether it
+// was void.
+func explicitLeaseEndsAtValidity(t *testing.T, cs []*lock.Client, n string) (void bool) {
+	t.Helper()
 	lease := 5 * time.Second
-	l := multilock.NewRedLock(mutexes(cs, name(t))...)
+	l := multilock.NewRedLock(mutexes(cs, n)...)
 	h, err := l.Lock(bg(t), lock.Lease(lease))
 	if err != nil {
 		t.Fatal(err)
@@ -116,17 +138,18 @@ func TestExplicitLeaseEndsAtValidity(t *testing.T) {
 	if !errors.As(context.Cause(h.Context()), &lost) {
 		t.Fatalf("cause %v, want a LostError", context.Cause(h.Context()))
 	}
-	if end := h.AcquiredAt().Add(lease); !at.Before(end) {
-		// A stall of the process from the validity's end on delays
-		// the end's timer and this goroutine's look alike (a CPU frozen
-		// with the threads on it): what is left of the delay must still
-		// reach the lease's end.
-		stalled := integration.LongestStall(valid, at)
-		if at.Sub(valid)-stalled >= end.Sub(valid) {
-			t.Fatalf("ended %v after the lease's end (a CPU stalled %v of it), want at its validity (%v)", at.Sub(end), stalled, h.Validity())
-		}
-		t.Logf("seen %v after the lease's end, a CPU stalled %v since the validity's end: not judged", at.Sub(end), stalled)
+	end := h.AcquiredAt().Add(lease)
+	if at.Before(end) {
+		return false
 	}
+	// A stall of the process from the validity's end on delays the
+	// end's timer and this goroutine's look alike.
+	if stall := integration.LongestStall(valid, at); stall >= stallVoids {
+		t.Logf("seen %v after the lease's end, a CPU stalled %v since the validity's end: void", at.Sub(end), stall)
+		return true
+	}
+	t.Fatalf("ended %v after the lease's end, want at its validity (%v)", at.Sub(end), h.Validity())
+	return false
 }
 
 // Finding 19: the quorum known to hold the token must be made of masters
