@@ -4,6 +4,7 @@ import (
 	"flag"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -194,6 +195,28 @@ func LongestStall(from, to time.Time) time.Duration {
 		}
 	}
 	return d
+}
+
+// TryStall is the stall of one CPU, seen during one try of a test that
+// repeats a measurement ([Tries]), that lets the try be void; and
+// internal/retest's default for running a failed test again.
+const TryStall = 100 * time.Millisecond
+
+// Tries runs try (k counts from 0) until it reports a measurement that
+// was not void, at most n times; when all n were void, t fails: nothing
+// was measured. A try is void when a stall of the process, not the
+// library, explains its outcome ([LongestStall] of [TryStall] or more, or
+// the test's own evidence); it asserts nothing then, and fails t itself
+// otherwise.
+func Tries(t testing.TB, n int, try func(k int) (void bool)) {
+	t.Helper()
+	for k := range n {
+		if !try(k) {
+			return
+		}
+		t.Logf("try %d void: measured again", k)
+	}
+	t.Errorf("%d tries void: nothing measured", n)
 }
 
 // lookWait bounds awaitLooks.

@@ -30,10 +30,6 @@ import (
 // call bounded by it, not by its ctx, shows plainly.
 const cancelledCT = 2 * time.Second
 
-// tryStall is the stall of one CPU, seen during one try of a test that
-// repeats a measurement, that lets the try's failure be excused.
-const tryStall = 100 * time.Millisecond
-
 // A TryLock, a Lock, an Unlock and a ForceUnlock (of a free lock) of a
 // Client of New whose ctx is
 // cancelled (context.WithCancel: no deadline) while their request is in
@@ -464,8 +460,8 @@ func TestBoundCancelledCallsWithAWaitPending(t *testing.T) {
 // cancelled one must return at its cancellation, and each of the others
 // be granted once the master resumes. On a machine that freezes the
 // process (stop 41's CI) a try whose every overrun came with some CPU
-// seen stalled tryStall or more between the ctx's end and the return is
-// excused, at most 10 of the 20: the repetition is what catches a wait
+// seen stalled integration.TryStall or more between the ctx's end and
+// the return is excused, at most 10 of the 20: the repetition is what catches a wait
 // for something other than the ctx, and the review's defect failed 6
 // tries of 20 on a machine that did not stall. A call beside that is not
 // granted is never excused.
@@ -541,8 +537,8 @@ type overrun struct {
 
 // excuse judges the overruns of one try of a test that repeats its
 // measurement: the try is excused (logged) when each of them came with a
-// stall of tryStall or more between the ctx's end and the return, and
-// fewer than 10 tries were excused before; otherwise each is an error.
+// stall of integration.TryStall or more between the ctx's end and the
+// return, and fewer than 10 tries were excused before; otherwise each is an error.
 // It returns the count of tries excused.
 func excuse(t *testing.T, try int, late []overrun, excused int) int {
 	t.Helper()
@@ -551,7 +547,7 @@ func excuse(t *testing.T, try int, late []overrun, excused int) int {
 	}
 	stalled := excused < 10
 	for _, o := range late {
-		stalled = stalled && o.stall >= tryStall
+		stalled = stalled && o.stall >= integration.TryStall
 	}
 	for _, o := range late {
 		if stalled {

@@ -38,13 +38,7 @@ func TestBoundGoroutinesEndWithinTwoCommandTimeoutsOfClose(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			// A void measurement (checkGoroutinesAfterClose) is made
 			// again, up to three times in all.
-			for try := range 3 {
-				if !closeWithARenewalHeld(t, how, cfg, ct) {
-					return
-				}
-				t.Logf("try %d void: measured again", try)
-			}
-			t.Error("three measurements void: nothing measured")
+			integration.Tries(t, 3, func(int) bool { return closeWithARenewalHeld(t, how, cfg, ct) })
 		})
 	}
 }

@@ -89,12 +89,9 @@ func TestAcquireAnsweredAfterItsLease(t *testing.T) {
 			// A try in which a stall of the process, not the answer's
 			// delay, let the lease run out is void and made again, up
 			// to three in all.
-			for try := range 3 {
-				if !acquireAnsweredAfterItsLease(t, explicit, fmt.Sprintf("%s:%d", name(t), try)) {
-					return
-				}
-			}
-			t.Error("three tries void: nothing measured")
+			integration.Tries(t, 3, func(k int) bool {
+				return acquireAnsweredAfterItsLease(t, explicit, fmt.Sprintf("%s:%d", name(t), k))
+			})
 		})
 	}
 }

@@ -37,8 +37,8 @@ func nextTick(t testing.TB, tk <-chan observe.Renew) observe.Renew {
 
 // keptTick is nextTick for the tests that a hold is kept: a tick whose
 // round trip got no answer in time (Failed, nothing lost) while some CPU
-// was seen stalled tryStall or more is skipped (its renewals failed; the
-// next tick's renew the holds, which a lease of keepLease outlives), up
+// was seen stalled integration.TryStall or more is skipped (its
+// renewals failed; the next tick's renew the holds, which a lease of keepLease outlives), up
 // to 10 per test (*skipped counts them); on a machine that does not
 // stall, every tick counts.
 func keptTick(t testing.TB, tk <-chan observe.Renew, skipped *int) observe.Renew {
@@ -48,7 +48,7 @@ func keptTick(t testing.TB, tk <-chan observe.Renew, skipped *int) observe.Renew
 		// The tick ended at most a tick or two ago (the tests read ticks
 		// as they come): its window, generously.
 		stall := integration.LongestStall(time.Now().Add(-e.Duration-2*shortInterval), time.Now())
-		if e.Failed == 0 || e.Lost != 0 || stall < tryStall || *skipped >= 10 {
+		if e.Failed == 0 || e.Lost != 0 || stall < integration.TryStall || *skipped >= 10 {
 			return e
 		}
 		*skipped++

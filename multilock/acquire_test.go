@@ -137,12 +137,7 @@ func TestValidityRunOut(t *testing.T) {
 	// A try whose masters' answers a stall of the process pushed past
 	// the per-master timeout (no quorum granted) is void and made again,
 	// up to three in all.
-	for try := range 3 {
-		if !validityRunOut(t, servers, cs, fmt.Sprintf("%s:%d", name(t), try)) {
-			return
-		}
-	}
-	t.Error("three tries void: nothing measured")
+	integration.Tries(t, 3, func(k int) bool { return validityRunOut(t, servers, cs, fmt.Sprintf("%s:%d", name(t), k)) })
 }
 
 // validityRunOut is one try of TestValidityRunOut on lock name n; it

@@ -107,18 +107,8 @@ func TestExplicitLeaseEndsAtValidity(t *testing.T) {
 	// A try seen late with a stall of the process of 100 ms or more
 	// since the validity's end is void and made again, up to three in
 	// all; a late end with no such stall fails.
-	for try := range 3 {
-		if !explicitLeaseEndsAtValidity(t, cs, fmt.Sprintf("%s:%d", name(t), try)) {
-			return
-		}
-	}
-	t.Error("three tries void: nothing measured")
+	integration.Tries(t, 3, func(k int) bool { return explicitLeaseEndsAtValidity(t, cs, fmt.Sprintf("%s:%d", name(t), k)) })
 }
-
-// stallVoids is the stall of the process that makes a late try of
-// TestExplicitLeaseEndsAtValidity void: what internal/retest takes for a
-// machine that stalls.
-const stallVoids = 100 * time.Millisecond
 
 // explicitLeaseEndsAtValidity is one try of
 // TestExplicitLeaseEndsAtValidity on lock name n; it reports whether it
@@ -144,7 +134,7 @@ func explicitLeaseEndsAtValidity(t *testing.T, cs []*lock.Client, n string) (voi
 	}
 	// A stall of the process from the validity's end on delays the
 	// end's timer and this goroutine's look alike.
-	if stall := integration.LongestStall(valid, at); stall >= stallVoids {
+	if stall := integration.LongestStall(valid, at); stall >= integration.TryStall {
 		t.Logf("seen %v after the lease's end, a CPU stalled %v since the validity's end: void", at.Sub(end), stall)
 		return true
 	}

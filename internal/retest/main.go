@@ -71,7 +71,7 @@ type result struct {
 
 func main() {
 	tries := flag.Int("tries", 3, "runs of a failed test in all, the first included")
-	minStall := flag.Duration("stall", 100*time.Millisecond, "the stall of one CPU, seen while a test ran, that lets it run again")
+	minStall := flag.Duration("stall", integration.TryStall, "the stall of one CPU, seen while a test ran, that lets it run again")
 	flag.Parse()
 	args := flag.Args()
 	if len(args) == 0 || *tries < 1 {
