@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,5 +112,33 @@ func TestOvertook(t *testing.T) {
 	barge := []grant{{called: at(0), got: at(30)}, {called: at(4), got: at(10)}, {called: at(0), got: at(20)}}
 	if got := overtook(barge); got != 1.0/3 {
 		t.Fatalf("one barging grant of three: overtook %v, want 1/3", got)
+	}
+}
+
+func TestDescribeIdle(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, v string) {
+		t.Helper()
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := describeIdle(root); got != "unknown" {
+		t.Errorf("no cpuidle: %q, want unknown", got)
+	}
+	write("/sys/devices/system/cpu/cpuidle/current_driver", "intel_idle")
+	write("/sys/devices/system/cpu/cpuidle/current_governor_ro", "menu")
+	if got, want := describeIdle(root), "intel_idle (governor menu)"; got != want {
+		t.Errorf("bare metal: %q, want %q", got, want)
+	}
+	write("/sys/devices/system/cpu/cpuidle/current_driver", "haltpoll")
+	write("/sys/devices/system/cpu/cpuidle/current_governor", "haltpoll")
+	write("/sys/module/haltpoll/parameters/guest_halt_poll_ns", "0")
+	if got, want := describeIdle(root), "haltpoll, guest_halt_poll_ns 0"; got != want {
+		t.Errorf("KVM guest: %q, want %q", got, want)
 	}
 }

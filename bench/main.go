@@ -271,10 +271,44 @@ type machine struct {
 	Go         string
 	Redis      string
 	Revision   string // rlock's commit, and whether its working tree differed
+	Idle       string // how idle CPUs wait (describeIdle)
+}
+
+// describeIdle names the CPU idle driver and governor under root (""
+// for this machine), and, on a KVM guest's haltpoll driver, how long a
+// CPU polls before it halts. That setting halves or doubles every round
+// trip on loopback: with guest_halt_poll_ns at 0 every wait halts the
+// virtual CPU and its wake-up goes through the host (PING p50 about 60 µs
+// on a 2-core VM), with 200,000 the guest polls (20 µs on the same VM),
+// and how the host then wakes the CPU changes with the workload's pattern.
+func describeIdle(root string) string {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	drv := read("/sys/devices/system/cpu/cpuidle/current_driver")
+	if drv == "" {
+		return "unknown"
+	}
+	out := drv
+	gov := read("/sys/devices/system/cpu/cpuidle/current_governor")
+	if gov == "" {
+		gov = read("/sys/devices/system/cpu/cpuidle/current_governor_ro")
+	}
+	if gov != "" && gov != drv {
+		out += " (governor " + gov + ")"
+	}
+	if ns := read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"); ns != "" {
+		out += ", guest_halt_poll_ns " + ns
+	}
+	return out
 }
 
 func describeMachine(ctx context.Context) machine {
-	m := machine{NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(), CPUModel: "unknown", Kernel: "unknown", Redis: "unknown"}
+	m := machine{NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(), CPUModel: "unknown", Kernel: "unknown", Redis: "unknown", Idle: describeIdle("")}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {

@@ -311,7 +311,7 @@ func (r *results) markdown(img string) string {
 	w.WriteString("## Run\n\n")
 	fmt.Fprintf(&w, "- Command: `%s` (from the repository root)\n", r.Command)
 	fmt.Fprintf(&w, "- Date: %s, %s of running\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second))
-	fmt.Fprintf(&w, "- Machine: %d CPUs (nproc), %s, %s; GOMAXPROCS %d\n", m.NumCPU, m.CPUModel, m.Kernel, m.GOMAXPROCS)
+	fmt.Fprintf(&w, "- Machine: %d CPUs (nproc), %s, %s; GOMAXPROCS %d; CPU idle: %s\n", m.NumCPU, m.CPUModel, m.Kernel, m.GOMAXPROCS, m.Idle)
 	fmt.Fprintf(&w, "- Software: Go %s, redis-server %s; rlock at %s\n", strings.TrimPrefix(m.Go, "go"), m.Redis, m.Revision)
 	w.WriteString("- Servers: redis-server processes started by the run on 127.0.0.1, without persistence; every client is in the benchmark process and talks over loopback TCP.\n")
 	if r.Quick {
