@@ -219,6 +219,23 @@ func Tries(t testing.TB, n int, try func(k int) (void bool)) {
 	t.Errorf("%d tries void: nothing measured", n)
 }
 
+// VoidIfStalled is the verdict on one try of [Tries] that found err (nil:
+// the try passed) since from: void, and logged, when a stall of
+// [TryStall] or more was seen since from; otherwise the try counts, and t
+// fails with err when there is one.
+func VoidIfStalled(t testing.TB, from time.Time, err error) (void bool) {
+	t.Helper()
+	if err == nil {
+		return false
+	}
+	if stall := LongestStall(from, time.Now()); stall >= TryStall {
+		t.Logf("%v; void: a CPU stalled %v meanwhile", err, stall.Round(time.Millisecond))
+		return true
+	}
+	t.Error(err)
+	return false
+}
+
 // lookWait bounds awaitLooks.
 const lookWait = 50 * time.Millisecond
 
