@@ -70,9 +70,9 @@ return out
 // The bounds count the latch's life less the time the whole machine was
 // seen frozen during it (integration.Stalled: every CPU at once), in
 // which no cleaner could run: a machine that stops every process for
-// 600 ms, as one CI machine did twice a second, would otherwise fail the
-// bound by its own pause, while a cleaner that is late by itself is
-// seen late net of any pause.
+// up to 600 ms, as session 23's VM did about twice a second, would
+// otherwise fail the bound by its own pause, while a cleaner that is
+// late by itself is seen late net of any pause.
 type latchWatch struct {
 	t      *testing.T
 	rc     rueidis.Client
