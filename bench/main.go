@@ -276,8 +276,8 @@ type machine struct {
 
 // describeIdle names the CPU idle driver and governor under root (""
 // for this machine), and, on a KVM guest's haltpoll driver, how long a
-// CPU polls before it halts. That setting halves or doubles every round
-// trip on loopback: with guest_halt_poll_ns at 0 every wait halts the
+// CPU polls before it halts. That setting cuts every round trip on
+// loopback to a third, or triples it: with guest_halt_poll_ns at 0 every wait halts the
 // virtual CPU and its wake-up goes through the host (PING p50 about 60 µs
 // on a 2-core VM), with 200,000 the guest polls (20 µs on the same VM),
 // and how the host then wakes the CPU changes with the workload's pattern.

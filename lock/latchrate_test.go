@@ -49,14 +49,14 @@ for _, k in ipairs(ks) do
   if p >= 0 then
     if least < 0 or p < least then least = p end
     if p > most then most = p end
-    if p < below then old[#old + 1] = k end
+    if p < below then
+      old[#old + 1] = k
+      old[#old + 1] = p
+    end
   end
 end
 local out = {#ks, least, most}
-for _, k in ipairs(old) do
-  out[#out + 1] = k
-  out[#out + 1] = redis.call('pttl', k)
-end
+for _, v in ipairs(old) do out[#out + 1] = v end
 return out
 `)
 
@@ -67,9 +67,9 @@ return out
 // latchBound + latchPeriod is seen older than latchBound. A latch fresher
 // than life fails the test too: every age read would be wrong.
 //
-// The bounds count the latch's life less the time the whole machine was
-// seen frozen during it (integration.Stalled: every CPU at once), in
-// which no cleaner could run: a machine that stops every process for
+// The bounds count the latch's life less the time every CPU's stall
+// meter was seen stalled at once during it (integration.Stalled), in
+// which this test process, its cleaners included, could not run: a machine that stops every process for
 // up to 600 ms, as session 23's VM did about twice a second, would
 // otherwise fail the bound by its own pause, while a cleaner that is
 // late by itself is seen late net of any pause.
@@ -82,7 +82,7 @@ type latchWatch struct {
 	samples, most int64
 	oldest        time.Duration
 	late          map[string]bool // latches seen older than latchBound, net of the machine's freezes
-	excused       int             // latches older than latchBound only by a freeze
+	excused       int             // looks that saw a latch older than latchBound only by a freeze
 }
 
 func newLatchWatch(t *testing.T, rc rueidis.Client, life time.Duration) *latchWatch {
@@ -135,9 +135,6 @@ func (w *latchWatch) sample() (n int64, oldest time.Duration, old []oldLatch) {
 		must(t, err)
 		p, err := v[i+1].AsInt64()
 		must(t, err)
-		if p < 0 { // deleted or expired between the script's two looks
-			continue
-		}
 		old = append(old, oldLatch{k, w.life - time.Duration(p)*time.Millisecond})
 	}
 	return n, oldest, old
@@ -149,8 +146,8 @@ func (w *latchWatch) during(running func() bool) {
 	defer tick.Stop()
 	for running() {
 		<-tick.C
+		at := time.Now() // before the sample's instant: a stall while its answer travels is not the latches' life
 		n, age, old := w.sample()
-		at := time.Now() // the sample's instant, late by its answer at most
 		w.samples++
 		w.most = max(w.most, n)
 		w.oldest = max(w.oldest, age)
