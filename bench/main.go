@@ -276,11 +276,12 @@ type machine struct {
 
 // describeIdle names the CPU idle driver and governor under root (""
 // for this machine), and, on a KVM guest's haltpoll driver, how long a
-// CPU polls before it halts. That setting cuts every round trip on
-// loopback to a third, or triples it: with guest_halt_poll_ns at 0 every wait halts the
-// virtual CPU and its wake-up goes through the host (PING p50 about 60 µs
-// on a 2-core VM), with 200,000 the guest polls (20 µs on the same VM),
-// and how the host then wakes the CPU changes with the workload's pattern.
+// CPU polls before it halts. That setting triples every round trip on
+// loopback, or cuts it to a third: with guest_halt_poll_ns at 0 every
+// wait halts the virtual CPU and its wake-up goes through the host (PING
+// p50 about 60 µs on a 2-core VM, and a Lock+Unlock's latency swings
+// between two modes with the workload's pattern); with 200,000 the guest
+// polls first (PING p50 20 µs on the same VM).
 func describeIdle(root string) string {
 	read := func(p string) string {
 		b, err := os.ReadFile(filepath.Join(root, p))
