@@ -95,12 +95,10 @@ type oldLatch struct {
 	age time.Duration
 }
 
-// lateNet reports whether a latch of age at the instant at lived past
-// latchBound by more than the machine was frozen during its life.
+// lateNet reports whether a latch seen older than latchBound (sample
+// returns no other) at the instant at lived past it by more than the
+// machine was frozen during its life.
 func (w *latchWatch) lateNet(l oldLatch, at time.Time) bool {
-	if l.age <= latchBound {
-		return false
-	}
 	if l.age-integration.Stalled(at.Add(-l.age), at) > latchBound {
 		return true
 	}
@@ -146,7 +144,9 @@ func (w *latchWatch) during(running func() bool) {
 	defer tick.Stop()
 	for running() {
 		<-tick.C
-		at := time.Now() // before the sample's instant: a stall while its answer travels is not the latches' life
+		// Before the sample's instant: a stall while its answer travels
+		// is not counted as the latches' life.
+		at := time.Now()
 		n, age, old := w.sample()
 		w.samples++
 		w.most = max(w.most, n)
