@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,42 @@ func TestLockBoundedPassesThrough(t *testing.T) {
 		t.Fatalf("lockBounded = %v, %v", stalled, err)
 	}
 }
+
+// The context of a successful Lock lives until its unlock has run, and
+// no longer: it is not left among its parent's children.
+func TestLockBoundedEndsTheLockContextAfterUnlock(t *testing.T) {
+	var held context.Context
+	l := ctxLocker{got: &held}
+	unlock, _, err := lockBounded(context.Background(), l, "k", "test: ctx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Err() != nil {
+		t.Fatal("the lock's context ended before its unlock")
+	}
+	if err := unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if held.Err() == nil {
+		t.Fatal("the lock's context still lives after its unlock: each cycle would leave it among the run context's children")
+	}
+}
+
+// ctxLocker records the context of its Lock; its unlock checks that the
+// context still lives.
+type ctxLocker struct{ got *context.Context }
+
+func (l ctxLocker) Lock(ctx context.Context, name string) (func(context.Context) error, error) {
+	*l.got = ctx
+	return func(context.Context) error {
+		if ctx.Err() != nil {
+			return errors.New("the lock's context ended before its unlock ran")
+		}
+		return nil
+	}, nil
+}
+
+func (ctxLocker) Close() {}
 
 func TestSpliceKeepsTextOutsideMarkers(t *testing.T) {
 	old := "# Title\n\nintro by someone\n\n" + beginMarker + "\nold numbers\n" + endMarker + "\n\nnotes after\n"

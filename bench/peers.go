@@ -54,7 +54,11 @@ func noteStall(where string) {
 // lockBounded calls l.Lock and, when it stalls, cancels it and calls it
 // again (at most 3 calls). where names the scenario and library. It
 // reports whether any call stalled. The context of a successful call is
-// never cancelled: rueidislock releases a lock when it is.
+// cancelled only once the returned unlock has run (rueidislock releases a
+// lock when it is). Until 2026-12-01 it was never cancelled: each cycle
+// left its context among the run's context's children, a map that grew
+// by one entry per cycle for the whole run, and that every garbage
+// collection scanned.
 func lockBounded(ctx context.Context, l locker, name, where string) (func(context.Context) error, bool, error) {
 	stalled := false
 	for try := 1; ; try++ {
@@ -64,8 +68,12 @@ func lockBounded(ctx context.Context, l locker, name, where string) (func(contex
 		if t.Stop() {
 			if err != nil {
 				cancel()
+				return unlock, stalled, err
 			}
-			return unlock, stalled, err
+			return func(uctx context.Context) error {
+				defer cancel()
+				return unlock(uctx)
+			}, stalled, nil
 		}
 		cancel()
 		if err == nil { // acquired just as the timer fired, and then cancelled
