@@ -26,8 +26,8 @@ import (
 // unsettled, and settled in the background (issue 29, stage 3: a call
 // returns when its ctx ends).
 type sendCtx struct {
-	parent context.Context // the caller's when the send is on its behalf; else values
-	values context.Context // the caller's, WithoutCancel: context.Cause of a send ctx is its own Err
+	parent context.Context // the caller's when the send is on its behalf; else one never done
+	values context.Context // the caller's, for its values (Value hides its cancellation)
 	dl     time.Time
 	caller bool // the send is on the caller's behalf: it ends with parent
 
@@ -51,8 +51,18 @@ type sendCtx struct {
 }
 
 // watchable reports whether s is a caller's send whose ctx can end
-// before s's deadline by a cancellation.
-func (s *sendCtx) watchable() bool { return s.caller && s.parent.Done() != nil }
+// before s's deadline by a cancellation: one of the context package's
+// cancellable ctxs is among its ancestors (asked by the key Cause uses,
+// without Done, whose first call makes a channel), or it has a Done.
+func (s *sendCtx) watchable() bool {
+	if !s.caller {
+		return false
+	}
+	if cancelKey != nil && s.parent.Value(cancelKey) != nil {
+		return true
+	}
+	return s.parent.Done() != nil
+}
 
 // watchCut watches the caller's ctx while s is armed.
 func (s *sendCtx) watchCut() {
@@ -106,8 +116,10 @@ func newSendCtx(ctx context.Context, d time.Duration, until time.Time, caller bo
 	if !until.IsZero() && until.Before(dl) {
 		dl = until
 	}
-	s := &sendCtx{values: context.WithoutCancel(ctx), dl: dl}
-	s.parent = s.values
+	s := &sendCtx{values: ctx, parent: context.Background(), dl: dl}
+	if cancelKey == nil {
+		s.values = context.WithoutCancel(ctx) // hides it itself (one more allocation)
+	}
 	if caller {
 		s.parent, s.caller = ctx, true
 		if pdl, ok := ctx.Deadline(); ok && !s.dl.Before(pdl) {
@@ -154,8 +166,38 @@ func (s *sendCtx) cutByCaller(err error) error {
 func (s *sendCtx) Deadline() (time.Time, bool) { return s.dl, true }
 
 // Value implements context.Context: the caller's values (a trace span,
-// the owner).
-func (s *sendCtx) Value(key any) any { return s.values.Value(key) }
+// the owner), but not its cancellation, as context.WithoutCancel hides it
+// (without the allocation WithoutCancel makes on the path every Lock and
+// Unlock takes): context.Cause of a send ctx is its own Err.
+func (s *sendCtx) Value(key any) any {
+	if key == cancelKey && key != nil {
+		return nil
+	}
+	return s.values.Value(key)
+}
+
+// cancelKey is the key under which context.Cause looks a ctx's
+// cancellation up (the context package's own, unexported), learnt once by
+// asking Cause about a probe; nil if Cause asked nothing (newSendCtx then
+// uses WithoutCancel).
+var cancelKey = func() any {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel() // Cause asks for the key only of a ctx that has ended
+	p := keyProbe{Context: ended}
+	_ = context.Cause(&p)
+	return p.key
+}()
+
+// keyProbe records the key its Value is asked for.
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
+}
 
 // Done implements context.Context.
 func (s *sendCtx) Done() <-chan struct{} {
@@ -194,7 +236,7 @@ func (s *sendCtx) endedLocked() bool {
 	if s.err != nil {
 		return false
 	}
-	if !time.Now().Before(s.dl) {
+	if time.Until(s.dl) <= 0 { // the monotonic clock alone (dl has a reading): Err runs several times per send
 		s.err = context.DeadlineExceeded
 		return true
 	}

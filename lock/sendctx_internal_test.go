@@ -303,3 +303,27 @@ func TestCutByCallerWithALateDone(t *testing.T) {
 		s.stop()
 	}
 }
+
+// The key context.Cause looks a ctx's cancellation up by is learnt (a Go
+// release that stops asking for it would cost newSendCtx an allocation
+// and watchable a Done): a cancellable ctx answers it, and a send ctx
+// hides it, as WithoutCancel does.
+func TestCancelKeyLearnt(t *testing.T) {
+	if cancelKey == nil {
+		t.Fatal("context.Cause asked the probe for no key")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if ctx.Value(cancelKey) == nil {
+		t.Error("a cancellable ctx does not answer the learnt key")
+	}
+	if context.WithoutCancel(ctx).Value(cancelKey) != nil {
+		t.Error("WithoutCancel does not hide the learnt key")
+	}
+	if s := newSendCtx(ctx, time.Second, time.Time{}, true); s.Value(cancelKey) != nil || !s.watchable() {
+		t.Errorf("a caller's send ctx: Value(key) = %v (want nil), watchable %v (want true)", s.Value(cancelKey), s.watchable())
+	}
+	if s := newSendCtx(context.Background(), time.Second, time.Time{}, true); s.watchable() {
+		t.Error("a send of a ctx that cannot be cancelled is watchable")
+	}
+}
