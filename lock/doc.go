@@ -60,6 +60,8 @@
 // is settled before the next one, so it can never change a newer hold.
 // Waiters of one Client for one lock wait in arrival order; only the first
 // contends in Redis, and a release by the Client hands it the lock at once.
+// A call that finds nobody of its Client waiting makes its first attempt
+// before it queues (an uncontended Lock makes no queue).
 //
 // # Leases, the watchdog and loss
 //

@@ -223,7 +223,7 @@ type env struct {
 	// sync is the replica sync a request on name goes out with (replicas.go).
 	sync  func(ctx context.Context, name string) (reentrant.Sync, error)
 	acked func(name string, s reentrant.Sync, acked int) // a WAIT's answer, for the replica count
-	kick  func(channel string)                           // wakes this Client's waiters of channel
+	kick  func(chanKey)                                  // wakes this Client's waiters of a channel
 	spawn func(f func())                                 // runs f on one of the Client's workers (workers.go)
 }
 
@@ -799,13 +799,14 @@ func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (r
 	r.Sync, _ = e.sync(ctx, r.Name)
 	unknown := 0         // sends with no answer: a copy may still reach Redis
 	unannounced := false // released, but the server refused the unlock message
+	latch := ""          // the latch key, as the sends built it
 	until := e.retryHorizon(time.Now())
 	for tries := 1; ; tries++ {
 		acked := -1
 		err = e.retryFor(ctx, r.Name, "release", r.Sync.Extra(), until, st, func(actx context.Context) (err error) {
 			var o reentrant.ReleaseOutcome
 			o, err = r.RunOutcome(actx, e.rc)
-			res, acked = o.Result, o.Acked
+			res, acked, latch = o.Result, o.Acked, o.Latch
 			if o.Unannounced {
 				unannounced = true
 			}
@@ -838,7 +839,7 @@ func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (r
 		}
 	}
 	if unknown == 0 {
-		e.queueLatch(r.Name, r.RequestID)
+		e.queueLatchKey(latchOf(r, latch))
 	}
 	if unannounced {
 		unsynced = join(unsynced, unannouncedErr(e.errAt(r.Name), "release", "released", r.Name, r.Publish))
@@ -859,9 +860,20 @@ func unannouncedErr(addr, op, did, name, publish string) error {
 // queueLatch hands the latch (record) of request id on lock name to the
 // cleaner: an answered release's, or a settled request's that nothing can
 // reach any more.
-func (e *env) queueLatch(name, id string) {
+func (e *env) queueLatch(name, id string) { e.queueLatchKey(reentrant.LatchName(name, id)) }
+
+// latchOf is r's latch key: latch, as its sends built it, if any.
+func latchOf(r reentrant.Release, latch string) string {
+	if latch == "" {
+		return reentrant.LatchName(r.Name, r.RequestID)
+	}
+	return latch
+}
+
+// queueLatchKey is queueLatch of the latch key latch.
+func (e *env) queueLatchKey(latch string) {
 	select {
-	case e.latches <- reentrant.LatchName(name, id):
+	case e.latches <- latch:
 		if len(e.latches) >= latchWake {
 			select {
 			case e.latchesFull <- struct{}{}:
@@ -1276,7 +1288,7 @@ func (l *hold) releaseAnswered(ctx context.Context, h *Held, res reentrant.Relea
 		}
 	case reentrant.Released:
 		l.count = 0
-		l.e.kick(l.p.channel(l.name))
+		l.e.kick(l.p.chanKey(l.name))
 		if l.endHeld(h, nil) > 0 {
 			l.loseAll(observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
 		}

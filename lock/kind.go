@@ -54,6 +54,19 @@ var (
 // and its waiters listen.
 func (p *protocol) channel(name string) string { return p.mode.Channel(name) }
 
+// chanKey names p.channel(name) without building it: two kinds' keys of
+// one name are equal exactly when their channels are (a read-write lock's
+// halves share one; every other kind announces on the plain lock's).
+type chanKey struct {
+	name string
+	rw   bool
+}
+
+// chanKey is the key of p.channel(name).
+func (p *protocol) chanKey(name string) chanKey {
+	return chanKey{name: name, rw: p.mode == reentrant.ModeRead || p.mode == reentrant.ModeWrite}
+}
+
 // field is owner's holder field on Client c.
 func (p *protocol) field(c *Client, owner uint64) string {
 	f := reentrant.Field(c.id, owner)
@@ -112,9 +125,9 @@ func (p *protocol) acquire(a *acquisition) (*Held, error) {
 	case waitAll:
 		return a.share()
 	case waitPoll:
-		return a.queued(newSpinPolicy(*a.m.spin))
+		return a.queued(newSpinPolicy(*a.m.spin), a.alone())
 	}
-	return a.queued(nil)
+	return a.queued(nil, a.alone())
 }
 
 // polls reports whether a multi-master lock's member of kind p must poll:

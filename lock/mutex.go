@@ -278,13 +278,56 @@ func (a *acquisition) try() (outcome, error) {
 	return a.m.attempt(a.ctx, a.l, a.owner, a.o)
 }
 
+// tried is an attempt made before its call joined the queue (alone), if
+// made.
+type tried struct {
+	made bool
+	att  outcome
+	err  error
+}
+
+// granted reports whether the attempt made alone took the lock.
+func (t tried) granted() bool { return t.made && t.err == nil && t.att.held != nil }
+
+// isHead reports whether mb heads its queue now.
+func isHead(mb *line.Member) bool {
+	select {
+	case <-mb.Head():
+		return true
+	default:
+		return false
+	}
+}
+
+// alone makes a waiting call's first attempt before it joins the queue,
+// when this Client has no queue of the lock's channel: nobody of this
+// process waits for it, so the attempt passes no waiter (an uncontended
+// Lock then makes no queue at all). It makes none when there is a queue:
+// the call joins it and attempts once it is its head. A call that
+// attempted alone and must wait joins then, and starts from its attempt
+// when it is head at once; behind others, it waits its turn (calls
+// arriving together may each attempt alone once before they queue).
+func (a *acquisition) alone() tried {
+	if a.c.queues.has(a.m.p.chanKey(a.m.name)) {
+		return tried{}
+	}
+	att, err := a.try()
+	return tried{true, att, err}
+}
+
 // queued acquires a lock that was not free at once, in the queue of this
 // Client's waiters for the name: woken by releases, or (with a spin
-// policy) polling at its pace.
-func (a *acquisition) queued(spin *spinPolicy) (held *Held, err error) {
+// policy) polling at its pace. first is an attempt made before joining
+// (alone), if made.
+func (a *acquisition) queued(spin *spinPolicy, first tried) (held *Held, err error) {
+	if first.granted() {
+		return first.att.held, nil
+	}
 	m, c := a.m, a.c
-	q, mb := c.queues.join(m.p.channel(m.name))
+	q, mb := c.queues.join(m.p, m.name)
 	defer c.queues.leave(q, mb)
+	// Behind others who joined meanwhile, its turn comes after them.
+	first.made = first.made && isHead(mb)
 	// A wake-up taken from the subscription and not used by an answered
 	// attempt is passed on when the call leaves: another waiter of the
 	// channel (a multi-master lock of this process) may need it.
@@ -300,10 +343,15 @@ func (a *acquisition) queued(spin *spinPolicy) (held *Held, err error) {
 		outage     *backoff.ExponentialBackOff
 	)
 	for {
-		if err := m.awaitHead(a.ctx, mb, a.deadline, ttl); err != nil {
-			return nil, err
+		var att outcome
+		if first.made {
+			att, err, first.made = first.att, first.err, false
+		} else {
+			if err := m.awaitHead(a.ctx, mb, a.deadline, ttl); err != nil {
+				return nil, err
+			}
+			att, err = a.try()
 		}
-		att, err := a.try()
 		if err != nil {
 			if err := a.retryAfter(err, &outage); err != nil {
 				return nil, err

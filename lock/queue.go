@@ -12,7 +12,9 @@ import (
 // A queue is the Client's line of waiters for one lock channel (one lock
 // name, or a read-write lock's writers; its readers do not queue): they wait
 // in arrival order, and only the head contends in Redis, so a process
-// sends one contender per name whatever the number of goroutines waiting.
+// sends one contender per name whatever the number of goroutines waiting
+// (a call that finds no queue makes one attempt before it makes one:
+// acquisition.alone).
 // The head sleeps on the queue's one subscription to the lock's channel
 // (an unlock message from anywhere), and is also woken at once by a
 // release of this Client (kick), without waiting for its own message.
@@ -24,8 +26,9 @@ import (
 // mu. The subscription is opened by a head and closed by the last
 // member to leave.
 type queue struct {
-	name  string // the lock's channel (its key in Client.queues)
-	users int    // guarded by waitQueues.mu
+	key   chanKey // its key in Client.queues
+	name  string  // the lock's channel
+	users int     // guarded by waitQueues.mu
 	kick  chan struct{}
 
 	mu   sync.Mutex
@@ -44,17 +47,18 @@ type waitQueues struct {
 	timeout  time.Duration  // one command's (Config.CommandTimeout)
 
 	mu sync.Mutex
-	m  map[string]*queue
+	m  map[chanKey]*queue
 }
 
-// join returns the queue of the lock channel name with the caller as
-// its last member.
-func (qs *waitQueues) join(name string) (*queue, *line.Member) {
+// join returns the queue of the channel on which releases of the lock
+// name of kind p are announced, with the caller as its last member.
+func (qs *waitQueues) join(p *protocol, name string) (*queue, *line.Member) {
+	k := p.chanKey(name)
 	qs.mu.Lock()
-	q := qs.m[name]
+	q := qs.m[k]
 	if q == nil {
-		q = &queue{name: name, kick: make(chan struct{}, 1)}
-		qs.m[name] = q
+		q = &queue{key: k, name: p.channel(name), kick: make(chan struct{}, 1)}
+		qs.m[k] = q
 	}
 	q.users++
 	qs.mu.Unlock()
@@ -78,8 +82,8 @@ func (qs *waitQueues) leave(q *queue, mb *line.Member) {
 	}
 	qs.mu.Lock()
 	q.users--
-	if q.users == 0 && qs.m[q.name] == q {
-		delete(qs.m, q.name)
+	if q.users == 0 && qs.m[q.key] == q {
+		delete(qs.m, q.key)
 	}
 	qs.mu.Unlock()
 }
@@ -121,11 +125,19 @@ func (qs *waitQueues) subscription(ctx context.Context, q *queue) *pubsub.Waiter
 	return old
 }
 
-// kick wakes the head of the queue of the lock channel name: this
-// Client just released the lock.
-func (qs *waitQueues) kick(name string) {
+// has reports whether this Client has a queue of the channel k: waiters,
+// or a call about to join as its head.
+func (qs *waitQueues) has(k chanKey) bool {
 	qs.mu.Lock()
-	q := qs.m[name]
+	defer qs.mu.Unlock()
+	return qs.m[k] != nil
+}
+
+// kick wakes the head of the queue of the channel k: this Client just
+// released the lock.
+func (qs *waitQueues) kick(k chanKey) {
+	qs.mu.Lock()
+	q := qs.m[k]
 	qs.mu.Unlock()
 	if q == nil {
 		return

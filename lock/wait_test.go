@@ -298,3 +298,44 @@ func TestTryLockWaitEnds(t *testing.T) {
 	}
 	must(t, h.Unlock(bg()))
 }
+
+// A Lock that finds the lock held attempts once before it queues (alone:
+// its Client had no queue for the name), and that attempt counts as the
+// queue head's first: it then subscribes, attempts once more (a release
+// may have come before the subscription) and sleeps, and one attempt
+// after the release's message takes the lock: three attempts in all, as
+// when every attempt was made in the queue. An uncontended Lock makes
+// one.
+func TestLockAttemptsOnceBeforeItQueues(t *testing.T) {
+	holder := newClient(t, lock.Config{})
+	wc := newWakeCounter()
+	attempts := make(chan int, 2)
+	obs := wc.observer()
+	obs.AcquireEnd = func(_ context.Context, e observe.AcquireEnd) { attempts <- e.Attempts }
+	c := newClient(t, lock.Config{Observer: obs})
+	n := name(t)
+
+	h, err := c.Mutex(n).Lock(bg())
+	must(t, err)
+	if got := <-attempts; got != 1 {
+		t.Errorf("an uncontended Lock made %d attempts, want 1", got)
+	}
+	must(t, h.Unlock(bg()))
+
+	hh, err := holder.Mutex(n).Lock(bg())
+	must(t, err)
+	got := make(chan error, 1)
+	go func() {
+		h, err := c.Mutex(n).Lock(bg())
+		if err == nil {
+			err = h.Unlock(bg())
+		}
+		got <- err
+	}()
+	<-wc.waiting // asleep after its attempts
+	must(t, hh.Unlock(bg()))
+	must(t, <-got)
+	if n := <-attempts; n != 3 {
+		t.Errorf("a Lock that waited for one release made %d attempts, want 3 (alone, after subscribing, after the wake-up); wake-ups %v", n, wc.byReason)
+	}
+}

@@ -103,6 +103,9 @@ type ReleaseOutcome struct {
 	// lock's channel): nobody was told, and waiters elsewhere wake only
 	// when the lease they saw ends. Result is Released.
 	Unannounced bool
+	// Latch is the release's unlock latch key (LatchName of its name and
+	// request id), which the script wrote whatever it answered.
+	Latch string
 }
 
 // RunOutcome is RunSynced that also reports a release made without its
@@ -115,7 +118,7 @@ func (r Release) RunOutcome(ctx context.Context, c rueidis.Client) (ReleaseOutco
 	sc, keys, args := r.call(latch)
 	res, acked := r.Sync.runSynced(ctx, c, sc, keys, args, rearm)
 	o, err := parseRelease(res)
-	o.Acked = acked
+	o.Acked, o.Latch = acked, latch
 	return o, err
 }
 
