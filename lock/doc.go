@@ -61,7 +61,8 @@
 // Waiters of one Client for one lock wait in arrival order; only the first
 // contends in Redis, and a release by the Client hands it the lock at once.
 // A call that finds nobody of its Client waiting makes its first attempt
-// before it queues (an uncontended Lock makes no queue).
+// before it queues (an uncontended Lock makes no queue), so calls that
+// arrive together may each contend once before they queue.
 //
 // # Leases, the watchdog and loss
 //

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rlock-go/rlock/reentrant"
@@ -54,17 +55,31 @@ var (
 // and its waiters listen.
 func (p *protocol) channel(name string) string { return p.mode.Channel(name) }
 
-// chanKey names p.channel(name) without building it: two kinds' keys of
-// one name are equal exactly when their channels are (a read-write lock's
-// halves share one; every other kind announces on the plain lock's).
+// chanKey names p.channel(name) without building it: two keys are equal
+// exactly when their channels are. A read-write lock's halves share one
+// channel and every other kind announces on the plain lock's (rw); and a
+// channel is "prefix:{name}", or "prefix:name" when name holds a '{'
+// (Redisson's companion keys), so "x" and "{x}" share one: core and
+// wrapped say which text follows the prefix ("{core}" when wrapped, else
+// core), taken from name without a copy.
 type chanKey struct {
-	name string
-	rw   bool
+	core    string
+	wrapped bool
+	rw      bool
 }
 
 // chanKey is the key of p.channel(name).
 func (p *protocol) chanKey(name string) chanKey {
-	return chanKey{name: name, rw: p.mode == reentrant.ModeRead || p.mode == reentrant.ModeWrite}
+	k := chanKey{core: name, wrapped: true, rw: p.mode == reentrant.ModeRead || p.mode == reentrant.ModeWrite}
+	if strings.Contains(name, "{") {
+		n := len(name)
+		if n >= 2 && name[0] == '{' && name[n-1] == '}' && !strings.Contains(name[1:n-1], "{") {
+			k.core = name[1 : n-1] // "{x}" announces where "x" does
+		} else {
+			k.wrapped = false
+		}
+	}
+	return k
 }
 
 // field is owner's holder field on Client c.

@@ -289,6 +289,20 @@ type tried struct {
 // granted reports whether the attempt made alone took the lock.
 func (t tried) granted() bool { return t.made && t.err == nil && t.att.held != nil }
 
+// kept is t once its call joined the queue as mb, and the holder's TTL
+// it saw (-1: none), should the call's turn not come. t is dropped when
+// others joined meanwhile (its turn comes after them), and by a spin
+// lock (polls): a release by this Client between its attempt and the
+// join kicked no queue, and it would poll a step on a free lock.
+func (t tried) kept(polls bool, mb *line.Member) (tried, time.Duration) {
+	ttl := time.Duration(-1)
+	if t.made && t.err == nil {
+		ttl = t.att.TTL
+	}
+	t.made = t.made && !polls && isHead(mb)
+	return t, ttl
+}
+
 // isHead reports whether mb heads its queue now.
 func isHead(mb *line.Member) bool {
 	select {
@@ -326,8 +340,7 @@ func (a *acquisition) queued(spin *spinPolicy, first tried) (held *Held, err err
 	m, c := a.m, a.c
 	q, mb := c.queues.join(m.p, m.name)
 	defer c.queues.leave(q, mb)
-	// Behind others who joined meanwhile, its turn comes after them.
-	first.made = first.made && isHead(mb)
+	first, ttl := first.kept(spin != nil, mb)
 	// A wake-up taken from the subscription and not used by an answered
 	// attempt is passed on when the call leaves: another waiter of the
 	// channel (a multi-master lock of this process) may need it.
@@ -338,7 +351,6 @@ func (a *acquisition) queued(spin *spinPolicy, first tried) (held *Held, err err
 		}
 	}()
 	var (
-		ttl        = time.Duration(-1)
 		subscribed bool
 		outage     *backoff.ExponentialBackOff
 	)

@@ -236,7 +236,7 @@ func (s *sendCtx) endedLocked() bool {
 	if s.err != nil {
 		return false
 	}
-	if time.Until(s.dl) <= 0 { // the monotonic clock alone (dl has a reading): Err runs several times per send
+	if time.Until(s.dl) <= 0 { // one clock read when dl has a monotonic reading (Err runs several times per send)
 		s.err = context.DeadlineExceeded
 		return true
 	}

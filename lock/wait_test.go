@@ -182,8 +182,10 @@ func TestOneProcessQueuesItsWaiters(t *testing.T) {
 		t.Fatalf("timeouts %d, overlaps %d; want 0, 0", wc.count(observe.WakeTimeout), overlaps.Load())
 	}
 	// One contender at a time: the head's first attempt, its attempt
-	// after subscribing, and one after each wake-up.
-	if got := attempts.Load(); got > 4*waiters {
+	// after subscribing, and one after each wake-up; and each waiter that
+	// came while its Client had no queue yet attempted once before it
+	// queued (all 50 may have).
+	if got := attempts.Load(); got > 5*waiters {
 		t.Fatalf("%d attempts for %d waiters: waiters contend beside the head", got, waiters)
 	}
 	waitUnsubscribed(t, func() int64 { return numsub(t, rc, channelOf(n)) }, "after every waiter left")
