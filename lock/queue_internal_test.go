@@ -1,6 +1,12 @@
 package lock
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rlock-go/rlock/integration"
+)
 
 // A queue's key names its channel without building it: two keys are
 // equal exactly when their channels are, whatever the kinds and names
@@ -24,5 +30,55 @@ func TestChanKeyNamesTheChannel(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// An uncontended Lock makes no queue: its attempt goes out before it
+// would join one (acquisition.alone). The master is stopped while the
+// attempt is in flight, and the Client's queues are looked at meanwhile
+// (nothing signals the attempt's being on the wire: they are sampled for
+// 100 ms); until be600ed the call joined the queue first, and it was
+// there the whole time.
+func TestUncontendedLockMakesNoQueue(t *testing.T) {
+	srv := integration.Redis(t, integration.Options{})
+	c, err := New(context.Background(), Config{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	m := c.Mutex("queue:alone")
+	k := m.p.chanKey(m.name)
+	if err := srv.Pause(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.Resume(context.Background())
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		h, err := m.Lock(context.Background())
+		if err == nil {
+			err = h.Unlock(context.Background())
+		}
+		done <- err
+	}()
+	seen := 0
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if c.queues.has(k) {
+			seen++
+		}
+	}
+	if err := srv.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if seen > 0 {
+		t.Errorf("the Client had a queue for the lock in %d of the looks while its uncontended Lock's attempt was in flight", seen)
 	}
 }
