@@ -103,8 +103,8 @@ type ReleaseOutcome struct {
 	// lock's channel): nobody was told, and waiters elsewhere wake only
 	// when the lease they saw ends. Result is Released.
 	Unannounced bool
-	// Latch is the release's unlock latch key (LatchName of its name and
-	// request id), which the script wrote whatever it answered.
+	// Latch is the release's unlock latch key: LatchName of its name and
+	// request id.
 	Latch string
 }
 
