@@ -299,18 +299,8 @@ func (t tried) kept(polls bool, mb *line.Member) (tried, time.Duration) {
 	if t.made && t.err == nil {
 		ttl = t.att.TTL
 	}
-	t.made = t.made && !polls && isHead(mb)
+	t.made = t.made && !polls && mb.IsHead()
 	return t, ttl
-}
-
-// isHead reports whether mb heads its queue now.
-func isHead(mb *line.Member) bool {
-	select {
-	case <-mb.Head():
-		return true
-	default:
-		return false
-	}
 }
 
 // alone makes a waiting call's first attempt before it joins the queue,
@@ -490,10 +480,8 @@ func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, 
 // awaitHead waits until mb heads its queue, ctx ends, the Client closes
 // or the deadline (if any) passes.
 func (m *Mutex) awaitHead(ctx context.Context, mb *line.Member, deadline time.Time, ttl time.Duration) error {
-	select {
-	case <-mb.Head():
+	if mb.IsHead() {
 		return nil
-	default:
 	}
 	var timeout <-chan time.Time
 	if !deadline.IsZero() {

@@ -157,9 +157,7 @@ var errWaitOver = errors.New("wait over")
 // to end, and returns ctx's error, or errWaitOver when expired fires
 // first.
 func (e *entry) turn(ctx context.Context, mb *line.Member, expired <-chan time.Time) (bool, error) {
-	select {
-	case <-mb.Head():
-	default:
+	if !mb.IsHead() {
 		select {
 		case <-mb.Head():
 		case <-ctx.Done():

@@ -20,6 +20,16 @@ type Member struct {
 // Head is closed when the member becomes the head.
 func (m *Member) Head() <-chan struct{} { return m.head }
 
+// IsHead reports whether the member heads its line now.
+func (m *Member) IsHead() bool {
+	select {
+	case <-m.head:
+		return true
+	default:
+		return false
+	}
+}
+
 // Join adds a member at the end; the first member is head at once.
 func (l *Line) Join() *Member {
 	m := &Member{head: make(chan struct{})}
