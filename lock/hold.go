@@ -839,7 +839,7 @@ func (e *env) sendRelease(ctx context.Context, r reentrant.Release, st stops) (r
 		}
 	}
 	if unknown == 0 {
-		e.queueLatchKey(latchOf(r, latch))
+		e.queueLatchKey(latch) // every send ran RunOutcome, which names it
 	}
 	if unannounced {
 		unsynced = join(unsynced, unannouncedErr(e.errAt(r.Name), "release", "released", r.Name, r.Publish))
@@ -861,14 +861,6 @@ func unannouncedErr(addr, op, did, name, publish string) error {
 // cleaner: an answered release's, or a settled request's that nothing can
 // reach any more.
 func (e *env) queueLatch(name, id string) { e.queueLatchKey(reentrant.LatchName(name, id)) }
-
-// latchOf is r's latch key: latch, as its sends built it, if any.
-func latchOf(r reentrant.Release, latch string) string {
-	if latch == "" {
-		return reentrant.LatchName(r.Name, r.RequestID)
-	}
-	return latch
-}
 
 // queueLatchKey is queueLatch of the latch key latch.
 func (e *env) queueLatchKey(latch string) {
