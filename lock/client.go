@@ -330,7 +330,7 @@ func newClient(ctx context.Context, rc rueidis.Client, cfg Config, d *dials) (*C
 		bgrc = c.crc.background()
 	}
 	c.cleaner = latchCleaner{rc: bgrc, owned: owned, cluster: rc.Mode() == rueidis.ClientModeCluster, timeout: cfg.CommandTimeout, latches: make(chan string, latchQueue), full: make(chan struct{}, 1)}
-	c.queues.m, c.queues.settling, c.queues.spawn, c.queues.timeout = map[chanKey]*queue{}, &c.settling, c.wk.spawn, cfg.CommandTimeout
+	c.queues.m, c.queues.settling, c.queues.spawn, c.queues.timeout = map[queueKey]*queue{}, &c.settling, c.wk.spawn, cfg.CommandTimeout
 	c.settleCtx, c.stopSettle = context.WithCancel(context.Background())
 	c.reps.rc, c.reps.cfg, c.reps.at, c.reps.readSlots, c.reps.refreshSlots = rc, cfg, c.route.at, c.route.readSlots, c.route.refreshSlots
 	c.reps.ctx, c.reps.bg, c.reps.spawn = c.settleCtx, &c.bg, c.wk.spawn

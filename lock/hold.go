@@ -223,7 +223,7 @@ type env struct {
 	// sync is the replica sync a request on name goes out with (replicas.go).
 	sync  func(ctx context.Context, name string) (reentrant.Sync, error)
 	acked func(name string, s reentrant.Sync, acked int) // a WAIT's answer, for the replica count
-	kick  func(chanKey)                                  // wakes this Client's waiters of a channel
+	kick  func(queueKey)                                 // wakes the head of this Client's queue of a lock
 	spawn func(f func())                                 // runs f on one of the Client's workers (workers.go)
 }
 
@@ -1280,7 +1280,7 @@ func (l *hold) releaseAnswered(ctx context.Context, h *Held, res reentrant.Relea
 		}
 	case reentrant.Released:
 		l.count = 0
-		l.e.kick(l.p.chanKey(l.name))
+		l.e.kick(l.p.queueKey(l.name))
 		if l.endHeld(h, nil) > 0 {
 			l.loseAll(observe.LossNotHeld, "Redis released the lock while this owner had other holds of it")
 		}

@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rlock-go/rlock/reentrant"
@@ -55,31 +54,23 @@ var (
 // and its waiters listen.
 func (p *protocol) channel(name string) string { return p.mode.Channel(name) }
 
-// chanKey names p.channel(name) without building it: two keys are equal
-// exactly when their channels are. A read-write lock's halves share one
-// channel and every other kind announces on the plain lock's (rw); and a
-// channel is "prefix:{name}", or "prefix:name" when name holds a '{'
-// (Redisson's companion keys), so "x" and "{x}" share one: core and
-// wrapped say which text follows the prefix ("{core}" when wrapped, else
-// core), taken from name without a copy.
-type chanKey struct {
-	core    string
-	wrapped bool
-	rw      bool
+// queueKey names a Client's queue of waiters for a lock (queue.go): the
+// lock's name, and whether it is a read-write lock's (rw: its writers
+// queue; they announce on the read-write channel, every other kind on
+// the plain lock's). Names whose channels coincide ("x" and "{x}": a
+// channel is "prefix:{name}", or "prefix:name" when name holds a '{')
+// queue apart, and each queue observes the channel (pubsub.Hub.Observe),
+// so that a release of either wakes both queues' heads: one queue of the
+// channel made the waiter of a freed "x" wait behind a waiter of a held
+// "{x}" until that one was granted.
+type queueKey struct {
+	name string
+	rw   bool
 }
 
-// chanKey is the key of p.channel(name).
-func (p *protocol) chanKey(name string) chanKey {
-	k := chanKey{core: name, wrapped: true, rw: p.mode == reentrant.ModeRead || p.mode == reentrant.ModeWrite}
-	if strings.Contains(name, "{") {
-		n := len(name)
-		if n >= 2 && name[0] == '{' && name[n-1] == '}' && !strings.Contains(name[1:n-1], "{") {
-			k.core = name[1 : n-1] // "{x}" announces where "x" does
-		} else {
-			k.wrapped = false
-		}
-	}
-	return k
+// queueKey is the key of the queue of waiters for the lock name of kind p.
+func (p *protocol) queueKey(name string) queueKey {
+	return queueKey{name: name, rw: p.mode == reentrant.ModeRead || p.mode == reentrant.ModeWrite}
 }
 
 // field is owner's holder field on Client c.

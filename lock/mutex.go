@@ -312,7 +312,7 @@ func (t tried) kept(polls bool, mb *line.Member) (tried, time.Duration) {
 // when it is head at once; behind others, it waits its turn (calls
 // arriving together may each attempt alone once before they queue).
 func (a *acquisition) alone() tried {
-	if a.c.queues.has(a.m.p.chanKey(a.m.name)) {
+	if a.c.queues.has(a.m.p.queueKey(a.m.name)) {
 		return tried{}
 	}
 	att, err := a.try()
@@ -331,15 +331,10 @@ func (a *acquisition) queued(spin *spinPolicy, first tried) (held *Held, err err
 	q, mb := c.queues.join(m.p, m.name)
 	defer c.queues.leave(q, mb)
 	first, ttl := first.kept(spin != nil, mb)
-	// A wake-up taken from the subscription and not used by an answered
-	// attempt is passed on when the call leaves: another waiter of the
-	// channel (a multi-master lock of this process) may need it.
-	var unused *pubsub.Waiter
-	defer func() {
-		if err != nil && unused != nil {
-			unused.Pass()
-		}
-	}()
+	// A wake-up the head took and did not use is not passed on when it
+	// leaves: the next member, now head, attempts at once, and every
+	// other waiter of the channel in this process observed the message
+	// itself (queue.go).
 	var (
 		subscribed bool
 		outage     *backoff.ExponentialBackOff
@@ -360,7 +355,7 @@ func (a *acquisition) queued(spin *spinPolicy, first tried) (held *Held, err err
 			}
 			continue
 		}
-		outage, unused = nil, nil
+		outage = nil
 		if att.held != nil {
 			return att.held, nil
 		}
@@ -368,7 +363,7 @@ func (a *acquisition) queued(spin *spinPolicy, first tried) (held *Held, err err
 		if spin != nil {
 			err = a.poll(q, spin, att.TTL)
 		} else {
-			unused, err = a.waitBusy(q, att.TTL, &subscribed)
+			err = a.waitBusy(q, att.TTL, &subscribed)
 		}
 		if err != nil {
 			return nil, err
@@ -396,23 +391,17 @@ func (a *acquisition) direct() (held *Held, done bool, err error) {
 
 // waitBusy waits after an attempt found the lock held: the first time it
 // subscribes (before the next attempt, so that a release between that
-// attempt and the sleep still wakes us), later it sleeps until woken. It
-// returns the subscription whose wake-up it took, if any: unused until an
-// attempt is answered.
-func (a *acquisition) waitBusy(q *queue, ttl time.Duration, subscribed *bool) (*pubsub.Waiter, error) {
+// attempt and the sleep still wakes us), later it sleeps until woken.
+func (a *acquisition) waitBusy(q *queue, ttl time.Duration, subscribed *bool) error {
 	left, err := a.left(ttl)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !*subscribed {
 		*subscribed = true
-		return nil, a.subscribe(q, left)
+		return a.subscribe(q, left)
 	}
-	w, reason, err := a.sleep(q, ttl, left)
-	if err != nil || (reason != observe.WakeMessage && reason != observe.WakeReconnect) {
-		return nil, err
-	}
-	return w, nil
+	return a.sleep(q, ttl, left)
 }
 
 // retryAfter waits out a failed attempt of a blocking Lock (an outage),
@@ -454,8 +443,8 @@ func (a *acquisition) subscribe(q *queue, left time.Duration) error {
 }
 
 // sleep waits for a wake-up on the queue's subscription, at most the
-// holder's TTL and the time left. It returns the subscription slept on.
-func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, observe.WakeReason, error) {
+// holder's TTL and the time left.
+func (a *acquisition) sleep(q *queue, ttl, left time.Duration) error {
 	c := a.c
 	sctx, cancel := context.WithTimeout(a.ctx, min(left, c.cfg.CommandTimeout))
 	w := c.queues.subscription(sctx, q) // nil: sleep on the lease alone, slower but never wrong
@@ -472,9 +461,9 @@ func (a *acquisition) sleep(q *queue, ttl, left time.Duration) (*pubsub.Waiter, 
 	}
 	sleep = min(sleep, left)
 	a.waiting(ttl, nil, 0)
-	slept, reason, err := a.m.sleep(a.octx, a.ctx, w, q.kick, sleep, observe.WakeTimeout)
+	slept, _, err := a.m.sleep(a.octx, a.ctx, w, q.kick, sleep, observe.WakeTimeout)
 	a.end.Waited += slept
-	return w, reason, err
+	return err
 }
 
 // awaitHead waits until mb heads its queue, ctx ends, the Client closes

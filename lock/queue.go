@@ -9,15 +9,20 @@ import (
 	"github.com/rlock-go/rlock/pubsub"
 )
 
-// A queue is the Client's line of waiters for one lock channel (one lock
-// name, or a read-write lock's writers; its readers do not queue): they wait
+// A queue is the Client's line of waiters for one lock (one lock name,
+// or a read-write lock's writers; its readers do not queue): they wait
 // in arrival order, and only the head contends in Redis, so a process
-// sends one contender per name whatever the number of goroutines waiting
+// sends one contender per lock whatever the number of goroutines waiting
 // (a call that finds no queue makes one attempt before it makes one:
 // acquisition.alone).
 // The head sleeps on the queue's one subscription to the lock's channel
 // (an unlock message from anywhere), and is also woken at once by a
 // release of this Client (kick), without waiting for its own message.
+// The subscription observes the channel (pubsub.Hub.Observe): every
+// message wakes it, whatever else of this Client waits on the channel
+// (the queue of a name announced there too, "x" beside "{x}"; a
+// multi-master lock's waiter; a read-write lock's readers), and it takes
+// no wake-up from them.
 // When the head leaves (acquired, gave up), the next waiter becomes head
 // and makes an attempt at once, so a wake-up the old head took with it is
 // never lost.
@@ -26,9 +31,9 @@ import (
 // mu. The subscription is opened by a head and closed by the last
 // member to leave.
 type queue struct {
-	key   chanKey // its key in Client.queues
-	name  string  // the lock's channel
-	users int     // guarded by waitQueues.mu
+	key   queueKey // its key in Client.queues
+	name  string   // the lock's channel
+	users int      // guarded by waitQueues.mu
 	kick  chan struct{}
 
 	mu   sync.Mutex
@@ -36,7 +41,7 @@ type queue struct {
 	sub  *pubsub.Waiter
 }
 
-// waitQueues are a Client's queues of waiters, by lock channel, and what
+// waitQueues are a Client's queues of waiters, by lock, and what
 // they wait with: the Client's subscriptions (hub), and its settlers'
 // WaitGroup, which also counts the subscriptions being closed in the
 // background (Close waits for them). hub and settling are set by newClient.
@@ -47,13 +52,13 @@ type waitQueues struct {
 	timeout  time.Duration  // one command's (Config.CommandTimeout)
 
 	mu sync.Mutex
-	m  map[chanKey]*queue
+	m  map[queueKey]*queue
 }
 
-// join returns the queue of the channel on which releases of the lock
-// name of kind p are announced, with the caller as its last member.
+// join returns the queue of the lock name of kind p, with the caller as
+// its last member.
 func (qs *waitQueues) join(p *protocol, name string) (*queue, *line.Member) {
-	k := p.chanKey(name)
+	k := p.queueKey(name)
 	qs.mu.Lock()
 	q := qs.m[k]
 	if q == nil {
@@ -98,8 +103,8 @@ func (qs *waitQueues) closeSub(w *pubsub.Waiter) {
 	})
 }
 
-// subscription returns the queue's subscription, subscribing the head
-// to the lock's channel first if needed (bounded by ctx). nil means none
+// subscription returns the queue's subscription, the head observing the
+// lock's channel first if needed (bounded by ctx). nil means none
 // could be had: the head then sleeps on the holder's lease alone.
 func (qs *waitQueues) subscription(ctx context.Context, q *queue) *pubsub.Waiter {
 	q.mu.Lock()
@@ -109,7 +114,7 @@ func (qs *waitQueues) subscription(ctx context.Context, q *queue) *pubsub.Waiter
 		return w
 	}
 	q.mu.Unlock()
-	w, err := qs.hub.Subscribe(ctx, q.name)
+	w, err := qs.hub.Observe(ctx, q.name)
 	if err != nil {
 		return nil
 	}
@@ -125,17 +130,17 @@ func (qs *waitQueues) subscription(ctx context.Context, q *queue) *pubsub.Waiter
 	return old
 }
 
-// has reports whether this Client has a queue of the channel k: waiters,
-// or a call about to join as its head.
-func (qs *waitQueues) has(k chanKey) bool {
+// has reports whether this Client has the queue k: waiters, or a call
+// about to join as its head.
+func (qs *waitQueues) has(k queueKey) bool {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	return qs.m[k] != nil
 }
 
-// kick wakes the head of the queue of the channel k: this Client just
-// released the lock.
-func (qs *waitQueues) kick(k chanKey) {
+// kick wakes the head of the queue k: this Client just released the
+// lock.
+func (qs *waitQueues) kick(k queueKey) {
 	qs.mu.Lock()
 	q := qs.m[k]
 	qs.mu.Unlock()

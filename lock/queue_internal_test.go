@@ -8,14 +8,12 @@ import (
 	"github.com/rlock-go/rlock/integration"
 )
 
-// A queue's key names its channel without building it: two keys are
-// equal exactly when their channels are, whatever the kinds and names
-// ("x" and "{x}" share one), so the waiters of one channel form one queue
-// with one subscription, and a release wakes those that listen on its
-// channel and no others. (A review found "x" and "{x}" keyed apart: a
-// release of one could wake the other's head, which used the wake-up, and
-// leave the first asleep on a free lock.)
-func TestChanKeyNamesTheChannel(t *testing.T) {
+// A queue is one lock's: two keys are equal exactly when their names are
+// and their kinds announce on one channel (every kind on the plain
+// lock's channel but a read-write lock's halves, which share theirs).
+// Names whose channels coincide ("a" and "{a}") get two queues; until
+// 2026-12-01 they shared one (TestNamesSharingAChannelWaitApart).
+func TestQueueKeyNamesTheLock(t *testing.T) {
 	kinds := []*protocol{plainProtocol, nonReentrantProtocol, spinProtocol, readProtocol, writeProtocol, fairProtocol}
 	// Names whose channels coincide ("a" and "{a}"; "a}b" and "{a}b}")
 	// or nearly do.
@@ -24,8 +22,9 @@ func TestChanKeyNamesTheChannel(t *testing.T) {
 		for _, n := range names {
 			for _, p := range kinds {
 				for _, q := range kinds {
-					if sameKey, sameChan := p.chanKey(m) == q.chanKey(n), p.channel(m) == q.channel(n); sameKey != sameChan {
-						t.Errorf("%s %q and %s %q: keys equal %v, channels equal %v (%s, %s)", p.name, m, q.name, n, sameKey, sameChan, p.channel(m), q.channel(n))
+					same, want := p.queueKey(m) == q.queueKey(n), m == n && p.channel(m) == q.channel(n)
+					if same != want {
+						t.Errorf("%s %q and %s %q: keys equal %v, want %v (%s, %s)", p.name, m, q.name, n, same, want, p.channel(m), q.channel(n))
 					}
 				}
 			}
@@ -47,7 +46,7 @@ func TestUncontendedLockMakesNoQueue(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	m := c.Mutex("queue:alone")
-	k := m.p.chanKey(m.name)
+	k := m.p.queueKey(m.name)
 	if err := srv.Pause(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -341,3 +341,63 @@ func TestLockAttemptsOnceBeforeItQueues(t *testing.T) {
 		t.Errorf("a Lock that waited for one release made %d attempts, want 3 (alone, after subscribing, after the wake-up); wake-ups %v", n, wc.byReason)
 	}
 }
+
+// Two names whose releases are announced on one channel ("x" and "{x}",
+// Redisson's channel wraps a name in braces unless it is already so
+// wrapped) wait apart in one Client: a release of one lets its waiter
+// in while the other stays held. Until 2026-12-01 both waited in one
+// queue (keyed by the channel) whose head alone attempted, so a waiter
+// of a freed "x" queued behind a waiter of a held "{x}" waited until
+// "{x}" was granted: for as long as its holder kept it.
+func TestNamesSharingAChannelWaitApart(t *testing.T) {
+	holder := newClient(t, lock.Config{})
+	wc := newWakeCounter()
+	c := newClient(t, lock.Config{Observer: wc.observer()})
+	rc := raw(t)
+	x := name(t)
+	wrapped := "{" + x + "}"
+	hx, err := holder.Mutex(x).Lock(bg())
+	must(t, err)
+	hw, err := holder.Mutex(wrapped).Lock(bg())
+	must(t, err)
+
+	ctx, cancel := context.WithTimeout(bg(), 30*time.Second)
+	defer cancel()
+	type got struct {
+		name string
+		err  error
+	}
+	acquired := make(chan got, 2)
+	waitFor := func(n string) {
+		h, err := c.Mutex(n).Lock(ctx)
+		if err == nil {
+			err = h.Unlock(bg())
+		}
+		acquired <- got{n, err}
+	}
+	go waitFor(wrapped)
+	<-wc.waiting // the waiter of "{x}" sleeps
+	go waitFor(x)
+	select {
+	case <-wc.waiting: // the waiter of "x" sleeps on its own
+	case <-time.After(5 * time.Second):
+		t.Logf("the waiter of %q did not start waiting on its own within 5s", x)
+	}
+	if got := numsub(t, rc, channelOf(x)); got != 1 {
+		t.Errorf("PUBSUB NUMSUB %s = %d, want 1: the Client's one subscription", channelOf(x), got)
+	}
+
+	must(t, hx.Unlock(bg())) // "x" is free; "{x}" stays held
+	select {
+	case g := <-acquired:
+		if g.name != x || g.err != nil {
+			t.Fatalf("first acquisition: %q, %v; want %q, nil", g.name, g.err, x)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the waiter of the freed %q was not granted it within 10s while %q stayed held", x, wrapped)
+	}
+	must(t, hw.Unlock(bg()))
+	if g := <-acquired; g.name != wrapped || g.err != nil {
+		t.Fatalf("second acquisition: %q, %v; want %q, nil", g.name, g.err, wrapped)
+	}
+}

@@ -13,7 +13,11 @@
 // unlock) wakes all of them. A wake-up that a waiter leaves without
 // consuming is handed to the next waiter by Close; one it consumed but did
 // not use (it left without the attempt) it hands on with Pass. So none is
-// lost to a waiter that gave up. When the connection breaks, every waiter
+// lost to a waiter that gave up. Observe adds an observer instead: every
+// message wakes it, and it takes no wake-up from the channel's other
+// waiters (package lock's queues, one per lock, and package multilock's
+// waiters observe: names such as "x" and "{x}" share one channel, and a
+// release of one must reach the waiters of both). When the connection breaks, every waiter
 // is woken (a message may have been lost in the gap), and the Hub
 // reconnects and re-subscribes the channels still needed, with backoff
 // from 20ms, until it is closed; once the server confirms a channel's

@@ -178,12 +178,13 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Waiter, error) {
 // Observe is Subscribe for an observer of the channel: every message wakes
 // it, and it takes no wake-up from the channel's other waiters (a "0"
 // still wakes one of them, as if the observer were not there; its Pass and
-// Close hand nothing on). It is for a waiter that is not one of the lock's
-// contenders in this process but watches its releases beside them (package
-// multilock's waiters, whose own queue decides who attempts): as an
-// ordinary waiter it could take the one wake-up of a release that a
-// contender sleeping on the same channel needed, leaving that contender
-// asleep until the holder's lease would have ended.
+// Close hand nothing on). It is for a waiter that decides by itself who
+// of its process attempts and shares the channel with others that do
+// too: package lock's queues (one per lock; "x" and "{x}" announce on one
+// channel) and package multilock's waiters. As an ordinary waiter it
+// could take the one wake-up of a release that another sleeping on the
+// same channel needed, leaving that one asleep until the holder's lease
+// would have ended.
 func (h *Hub) Observe(ctx context.Context, name string) (*Waiter, error) {
 	return h.subscribe(ctx, name, true)
 }
