@@ -43,6 +43,10 @@ type process struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait has returned
 	paused bool
+	// pauses are the spans from each pause to the resume, kill or exit
+	// that ended it (to is zero while paused): a sentinel's TILT in or
+	// just after one is the test's doing (sentinel_tilt.go).
+	pauses []span
 }
 
 // newProcess creates the directory and starts the server on a free port.
@@ -272,7 +276,7 @@ func (p *process) kill(ctx context.Context) error {
 	}
 	select {
 	case <-p.exited:
-		p.paused = false
+		p.unpaused()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("rlock: integration: wait for redis-server to exit: %w", context.Cause(ctx))
@@ -296,7 +300,9 @@ func (p *process) pause(ctx context.Context) error {
 	if p.paused {
 		return nil
 	}
+	p.pauses = append(p.pauses, span{from: time.Now()})
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		p.pauses[len(p.pauses)-1].to = time.Now()
 		return fmt.Errorf("rlock: integration: pause redis-server: %w", err)
 	}
 	p.paused = true
@@ -313,8 +319,18 @@ func (p *process) resume(ctx context.Context) error {
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		return fmt.Errorf("rlock: integration: resume redis-server: %w", err)
 	}
+	err := p.waitState(ctx, func(s byte) bool { return s != 'T' })
+	p.unpaused()
+	return err
+}
+
+// unpaused notes that the process is no longer paused (resumed, killed),
+// ending its last pause span.
+func (p *process) unpaused() {
+	if p.paused && len(p.pauses) > 0 {
+		p.pauses[len(p.pauses)-1].to = time.Now()
+	}
 	p.paused = false
-	return p.waitState(ctx, func(s byte) bool { return s != 'T' })
 }
 
 // waitState waits until the process state in /proc satisfies ok: signals
