@@ -27,7 +27,8 @@ func processAvailable() error {
 // process runs redis-server as a child of the test binary, in root/data,
 // logging to root/redis.log. A sentinel (conf set) runs redis-sentinel
 // with its configuration file root/sentinel.conf, which it rewrites as
-// it learns the deployment; Restart keeps it.
+// it learns the deployment; Restart keeps it. A sentinel's root is in RAM
+// (/dev/shm) where the machine has it, a server's in os.TempDir().
 type process struct {
 	opts Options
 	bin  string
@@ -62,7 +63,14 @@ func startProcess(ctx context.Context, opts Options, name, conf string) (*proces
 	if err != nil {
 		return nil, unavailable(BackendProcess, "%s not on PATH: %w", name, err)
 	}
-	root, err := backendkit.MakeRoot()
+	makeRoot := backendkit.MakeRoot
+	if conf != "" {
+		// A sentinel fsyncs its configuration file each time it rewrites
+		// it, in its one thread: a disk that takes 2s puts it in TILT
+		// (sentinel_tilt.go). In RAM, its fsyncs wait for nothing.
+		makeRoot = backendkit.MakeRootInRAM
+	}
+	root, err := makeRoot()
 	if err != nil {
 		return nil, err
 	}
