@@ -64,6 +64,14 @@
 // only through that, and [SentinelGroup.PartitionMaster] cuts the master
 // off from all of them but the test's own DirectAddr.
 //
+// A sentinel whose timer did not run for 2s enters TILT and fails nothing
+// over for 30s. [SentinelGroup.Tilts] reads its TILTs from its log, and
+// [RedisSentinel] logs each when the test ends, on a line starting with
+// [StallMark] unless the test's own Pause of that sentinel explains it:
+// internal/retest takes such a line, like a CPU stall, as evidence to run
+// a failed test again. The sentinels' directories are in /dev/shm where
+// it is writable, so that their fsyncs wait for no disk.
+//
 // [TestBackend] runs the package's own tests of a backend; the Docker
 // module calls it for Docker.
 //

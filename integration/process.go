@@ -27,7 +27,8 @@ func processAvailable() error {
 // process runs redis-server as a child of the test binary, in root/data,
 // logging to root/redis.log. A sentinel (conf set) runs redis-sentinel
 // with its configuration file root/sentinel.conf, which it rewrites as
-// it learns the deployment; Restart keeps it.
+// it learns the deployment; Restart keeps it. A sentinel's root is in RAM
+// (/dev/shm) where the machine has it, a server's in os.TempDir().
 type process struct {
 	opts Options
 	bin  string
@@ -43,6 +44,10 @@ type process struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait has returned
 	paused bool
+	// pauses are the spans from each pause to the resume, kill or exit
+	// that ended it (to is zero while paused): a sentinel's TILT in or
+	// just after one is the test's doing (sentinel_tilt.go).
+	pauses []span
 }
 
 // newProcess creates the directory and starts the server on a free port.
@@ -58,7 +63,14 @@ func startProcess(ctx context.Context, opts Options, name, conf string) (*proces
 	if err != nil {
 		return nil, unavailable(BackendProcess, "%s not on PATH: %w", name, err)
 	}
-	root, err := backendkit.MakeRoot()
+	makeRoot := backendkit.MakeRoot
+	if conf != "" {
+		// A sentinel fsyncs its configuration file each time it rewrites
+		// it, in its one thread: a disk that takes 2s puts it in TILT
+		// (sentinel_tilt.go). In RAM, its fsyncs wait for nothing.
+		makeRoot = backendkit.MakeRootInRAM
+	}
+	root, err := makeRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +284,7 @@ func (p *process) kill(ctx context.Context) error {
 	}
 	select {
 	case <-p.exited:
-		p.paused = false
+		p.unpaused()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("rlock: integration: wait for redis-server to exit: %w", context.Cause(ctx))
@@ -296,7 +308,9 @@ func (p *process) pause(ctx context.Context) error {
 	if p.paused {
 		return nil
 	}
+	p.pauses = append(p.pauses, span{from: time.Now()})
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		p.pauses[len(p.pauses)-1].to = time.Now()
 		return fmt.Errorf("rlock: integration: pause redis-server: %w", err)
 	}
 	p.paused = true
@@ -313,8 +327,18 @@ func (p *process) resume(ctx context.Context) error {
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		return fmt.Errorf("rlock: integration: resume redis-server: %w", err)
 	}
+	err := p.waitState(ctx, func(s byte) bool { return s != 'T' })
+	p.unpaused()
+	return err
+}
+
+// unpaused notes that the process is no longer paused (resumed, killed),
+// ending its last pause span.
+func (p *process) unpaused() {
+	if p.paused && len(p.pauses) > 0 {
+		p.pauses[len(p.pauses)-1].to = time.Now()
+	}
 	p.paused = false
-	return p.waitState(ctx, func(s byte) bool { return s != 'T' })
 }
 
 // waitState waits until the process state in /proc satisfies ok: signals

@@ -234,7 +234,10 @@ func startSentinelProcess(ctx context.Context, opts Options, conf string) (*Serv
 // RedisSentinel starts a Sentinel deployment for a test, like Redis, and
 // closes it in tb.Cleanup. It skips the test when redis-server or
 // redis-sentinel is missing, unless RLOCK_REQUIRE names the process
-// backend.
+// backend. Before it closes the group it logs every TILT of its sentinels
+// (Tilts), those no Pause of the test explains on a line starting with
+// StallMark: evidence of a stall, on which internal/retest runs a failed
+// test again.
 func RedisSentinel(tb testing.TB, opts SentinelOptions) *SentinelGroup {
 	tb.Helper()
 	g, err := StartSentinel(context.Background(), opts)
@@ -242,6 +245,7 @@ func RedisSentinel(tb testing.TB, opts SentinelOptions) *SentinelGroup {
 		skipOrFail(tb, err)
 	}
 	tb.Cleanup(func() {
+		g.logTilts(tb)
 		if err := g.Close(); err != nil {
 			tb.Errorf("rlock: integration: close sentinel group: %v", err)
 		}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlock-go/rlock/integration/internal/backendkit"
 )
 
 // sentinelCtx bounds one sentinel test's waits.
@@ -189,7 +192,8 @@ func TestSentinelPartition(t *testing.T) {
 }
 
 // TestSentinelCloseLeavesNothing: Close ends every process and removes
-// every directory, and is idempotent.
+// every directory, and is idempotent. The sentinels' directories are in
+// RAM where the machine has it (their fsyncs then wait for no disk).
 func TestSentinelCloseLeavesNothing(t *testing.T) {
 	g, err := StartSentinel(sentinelCtx(t), SentinelOptions{Replicas: 1, Sentinels: 1})
 	if err != nil {
@@ -201,6 +205,11 @@ func TestSentinelCloseLeavesNothing(t *testing.T) {
 		p := s.b.(*process)
 		pids = append(pids, p.cmd.Process.Pid)
 		dirs = append(dirs, p.root)
+	}
+	for _, s := range g.Sentinels() {
+		if ram, root := backendkit.RAMDir(), s.b.(*process).root; ram != "" && filepath.Dir(root) != ram {
+			t.Errorf("sentinel directory %s, want one in %s", root, ram)
+		}
 	}
 	if err := g.Close(); err != nil {
 		t.Fatal(err)

@@ -182,7 +182,9 @@ func Stalled(from, to time.Time) time.Duration {
 // not run then). Unlike [Stalled] it counts a CPU alone: it tells whether
 // the machine was seen to stall at all in the window, which is evidence,
 // never an excuse for a bound (internal/retest uses it to decide whether
-// a failed test may be run again).
+// a failed test may be run again). It sees the stalls of this process's
+// CPUs only: a sentinel stopped while the CPUs ran (on its disk) is seen
+// by its TILT instead ([StallMark]).
 func LongestStall(from, to time.Time) time.Duration {
 	awaitLooks(to, lookWait)
 	m := &stallMeter

@@ -13,8 +13,11 @@
 // failed tests and the package lines). A top-level test that failed is
 // run again, alone (-run '^Name$', the same flags), when and only when:
 //
-//   - some CPU was seen stalled for at least -stall while it ran (on a
-//     machine that does not stall, every failure is final);
+//   - some CPU was seen stalled for at least -stall while it ran, or the
+//     test logged a stall of a process it started (a line with
+//     integration.StallMark: a sentinel's TILT, which the CPU meter does
+//     not see when the sentinel waited on its disk); on a machine that
+//     does not stall, every failure is final;
 //   - its output has no data race, panic or timeout (those are final too:
 //     a panic ends the package's other tests unrun);
 //   - its package failed of failed tests alone (a leak check or a build
@@ -59,6 +62,7 @@ type failure struct {
 	pkg, test string
 	stall     time.Duration // the longest stall of any CPU while it ran
 	final     string        // why it may not be run again ("" when it may)
+	seen      string        // the stall that lets it run again, as "while ..."
 }
 
 // result is what one go test run left to decide.
@@ -150,7 +154,7 @@ func again(f failure, flags []string, tries int, minStall time.Duration) bool {
 			fmt.Printf("retest: %s %s failed %d runs of %d, each with a stall seen: failed\n", f.pkg, f.test, tries, tries)
 			return false
 		}
-		fmt.Printf("retest: %s %s failed (run %d) while a CPU was seen stalled %v: running it again\n", f.pkg, f.test, try-1, f.stall.Round(time.Millisecond))
+		fmt.Printf("retest: %s %s failed (run %d) %s: running it again\n", f.pkg, f.test, try-1, f.seen)
 		args := append(slices.Clone(flags), "-run=^"+regexp.QuoteMeta(f.test)+"$", f.pkg)
 		r := goTest(args, minStall)
 		switch {
@@ -278,10 +282,27 @@ func (rd *reader) failed(pkg, top string, t *running, end time.Time) failure {
 		f.final = "a panic"
 	case exclusion(out):
 		f.final = "an exclusion check (double grant, overlap)"
-	case f.stall < rd.minStall:
-		f.final = fmt.Sprintf("no CPU was seen stalled %v or more while it ran (longest: %v)", rd.minStall, f.stall.Round(time.Millisecond))
+	case f.stall >= rd.minStall:
+		f.seen = fmt.Sprintf("while a CPU was seen stalled %v", f.stall.Round(time.Millisecond))
+	case loggedStall(out) != "":
+		f.seen = "while a process it started stalled: " + loggedStall(out)
+	default:
+		f.final = fmt.Sprintf("no CPU was seen stalled %v or more while it ran (longest: %v), and it logged no stall", rd.minStall, f.stall.Round(time.Millisecond))
 	}
 	return f
+}
+
+// loggedStall returns what the first line of out that tells of a stall
+// (integration.StallMark, then "what: detail") says after the mark, up to
+// its detail, or "" when there is none.
+func loggedStall(out string) string {
+	_, line, ok := strings.Cut(out, integration.StallMark)
+	if !ok {
+		return ""
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	what, _, _ := strings.Cut(line, ": ")
+	return strings.TrimSpace(what)
 }
 
 // brokenExclusion matches what the tests say when an exclusion broke in

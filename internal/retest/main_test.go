@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlock-go/rlock/integration"
 )
 
 // lines is go test -json output: a passed test, a failed one with a
@@ -57,6 +60,42 @@ func TestAFailureWithoutAStallIsFinal(t *testing.T) {
 	r := read(strings.NewReader(lines(`"returned 400ms late\n"`, true)), &strings.Builder{}, 100*time.Millisecond)
 	if len(r.failures) != 1 || !strings.Contains(r.failures[0].final, "no CPU was seen stalled") {
 		t.Fatalf("failures %+v: want one, final for want of a stall", r.failures)
+	}
+}
+
+// quoted is s as a JSON string, for lines.
+func quoted(t *testing.T, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A sentinel's TILT, logged by integration.RedisSentinel with
+// integration.StallMark, lets a failure run again with no CPU stall seen;
+// the TILT of a sentinel the test paused, logged without the mark, does
+// not; nor does the mark excuse a race.
+func TestAFailureThatLoggedAStallMayRunAgain(t *testing.T) {
+	stalled(t, 0)
+	const tilt = "sentinel 127.0.0.1:40823 entered TILT at 03:31:56.236 (in it until 03:32:26.301)"
+	out := "    reconnect_test.go:120: rlock: integration: waiting for sentinels agree on a master other than 127.0.0.1:34167\n" +
+		"    sentinel.go:248: " + integration.StallMark + tilt + ": its timer ran 2s or more late\n"
+	r := read(strings.NewReader(lines(quoted(t, out), true)), &strings.Builder{}, 100*time.Millisecond)
+	if len(r.final) != 0 || len(r.failures) != 1 || r.failures[0].final != "" {
+		t.Fatalf("final %q, failures %+v: want one failure to run again", r.final, r.failures)
+	}
+	if want := "while a process it started stalled: " + tilt; r.failures[0].seen != want {
+		t.Fatalf("seen %q, want %q", r.failures[0].seen, want)
+	}
+	for _, out := range []string{
+		"    sentinel.go:248: rlock: integration: " + tilt + ", after the test paused it: not a stall\n",
+		"WARNING: DATA RACE\n    sentinel.go:248: " + integration.StallMark + tilt + ": its timer ran 2s or more late\n",
+	} {
+		r := read(strings.NewReader(lines(quoted(t, out), true)), &strings.Builder{}, 100*time.Millisecond)
+		if len(r.failures) != 1 || r.failures[0].final == "" {
+			t.Errorf("output %q: failures %+v, want one, final", out, r.failures)
+		}
 	}
 }
 

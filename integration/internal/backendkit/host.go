@@ -50,12 +50,34 @@ func processID(pid int) string {
 	return strings.TrimSpace(string(boot)) + "/" + strconv.Itoa(pid) + "/" + fields[19]
 }
 
-// tempPrefix starts the name of every server directory in os.TempDir().
+// tempPrefix starts the name of every server directory, in os.TempDir()
+// or RAMDir().
 const tempPrefix = "rlock-redis-"
 
 // MakeRoot creates a server directory owned by this process.
-func MakeRoot() (string, error) {
-	root, err := os.MkdirTemp("", tempPrefix)
+func MakeRoot() (string, error) { return makeRootIn("") }
+
+// MakeRootInRAM creates a server directory owned by this process in
+// RAMDir, or where MakeRoot does when there is none. Nothing written
+// there waits for a disk, fsync included.
+func MakeRootInRAM() (string, error) { return makeRootIn(RAMDir()) }
+
+// RAMDir returns /dev/shm, a tmpfs on Linux, when this process can create
+// a directory in it; else "".
+var RAMDir = sync.OnceValue(func() string {
+	const dir = "/dev/shm"
+	probe, err := os.MkdirTemp(dir, tempPrefix+"probe-")
+	if err != nil {
+		return ""
+	}
+	_ = os.Remove(probe)
+	return dir
+})
+
+// makeRootIn creates a server directory owned by this process in parent
+// (os.TempDir() when "").
+func makeRootIn(parent string) (string, error) {
+	root, err := os.MkdirTemp(parent, tempPrefix)
 	if err != nil {
 		return "", fmt.Errorf("rlock: integration: %w", err)
 	}
@@ -73,6 +95,10 @@ var ReapDirs = sync.OnceFunc(func() {
 		return
 	}
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPrefix+"*"))
+	if ram := RAMDir(); ram != "" {
+		more, _ := filepath.Glob(filepath.Join(ram, tempPrefix+"*"))
+		dirs = append(dirs, more...)
+	}
 	for _, dir := range dirs {
 		owner, err := os.ReadFile(filepath.Join(dir, "owner"))
 		if err == nil && OwnerGone(self, string(owner)) {
