@@ -44,9 +44,12 @@ type process struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait has returned
 	paused bool
-	// pauses are the spans from each pause to the resume, kill or exit
-	// that ended it (to is zero while paused): a sentinel's TILT in or
-	// just after one is the test's doing (sentinel_tilt.go).
+	// pauses are the spans from each pause to the resume or kill that
+	// ended it (to is zero while paused, and stays so when the process
+	// died paused and was started again: its later TILTs then count as
+	// the test's, which excuses nothing): a sentinel's TILT in or just
+	// after one is the test's doing (sentinel_tilt.go). Guarded, as
+	// paused, by the Server's mu: Pause, Resume, Kill and Restart hold it.
 	pauses []span
 }
 

@@ -56,8 +56,10 @@ func (p *protocol) channel(name string) string { return p.mode.Channel(name) }
 
 // queueKey names a Client's queue of waiters for a lock (queue.go): the
 // lock's name, and whether it is a read-write lock's (rw: its writers
-// queue; they announce on the read-write channel, every other kind on
-// the plain lock's). Names whose channels coincide ("x" and "{x}": a
+// queue, and wait on the read-write channel; the plain, non-reentrant and
+// spin kinds queue apart from them, one queue per name, and wait on the
+// plain lock's channel; a fair waiter does not queue here). Names whose
+// channels coincide ("x" and "{x}": a
 // channel is "prefix:{name}", or "prefix:name" when name holds a '{')
 // queue apart, and each queue observes the channel (pubsub.Hub.Observe),
 // so that a release of either wakes both queues' heads: one queue of the

@@ -304,7 +304,7 @@ func (t tried) kept(polls bool, mb *line.Member) (tried, time.Duration) {
 }
 
 // alone makes a waiting call's first attempt before it joins the queue,
-// when this Client has no queue of the lock's channel: nobody of this
+// when this Client has no queue of the lock: nobody of this
 // process waits for it, so the attempt passes no waiter (an uncontended
 // Lock then makes no queue at all). It makes none when there is a queue:
 // the call joins it and attempts once it is its head. A call that

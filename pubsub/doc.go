@@ -1,6 +1,7 @@
 // Package pubsub multiplexes every lock channel that one Client's waiters
 // need onto ONE subscription connection per Redis master, and hands each
-// unlock message to exactly one local waiter.
+// unlock message to exactly one of a channel's ordinary waiters, and to
+// every observer.
 //
 // A Hub owns that connection. Subscribe adds a Waiter to a channel,
 // subscribing the connection when it is the channel's first waiter and
@@ -17,9 +18,10 @@
 // message wakes it, and it takes no wake-up from the channel's other
 // waiters (package lock's queues, one per lock, and package multilock's
 // waiters observe: names such as "x" and "{x}" share one channel, and a
-// release of one must reach the waiters of both). When the connection breaks, every waiter
-// is woken (a message may have been lost in the gap), and the Hub
-// reconnects and re-subscribes the channels still needed, with backoff
+// release of one must reach the waiters of both). When the connection
+// breaks, every waiter is woken (a message may have been lost in the
+// gap), and the Hub reconnects and re-subscribes the channels still
+// needed, with backoff
 // from 20ms, until it is closed; once the server confirms a channel's
 // re-subscription its waiters are woken again, since a release between
 // their retry and that confirmation reached nobody.
