@@ -147,7 +147,7 @@ func runLatency(ctx context.Context, p params) (*latencyResult, error) {
 		}})
 	}
 
-	accs, err := interleave(ctx, targets, p.latencyWarmup, p.latencyRounds, p.latencyBlock)
+	accs, err := interleave(ctx, targets, p.latencyWarmup, p.latencyRounds, p.latencyBlock, p.pace)
 	if err != nil {
 		return nil, err
 	}
@@ -239,8 +239,16 @@ func (a timedBlocks) perCycle() time.Duration {
 // times rounds of one block of block cycles per target, the targets in a
 // random order each round, so that a noisy stretch of the machine hits
 // every target alike. The result is in the order of targets.
-func interleave(ctx context.Context, targets []latencyTarget, warmup, rounds, block int) ([]timedBlocks, error) {
+func interleave(ctx context.Context, targets []latencyTarget, warmup, rounds, block int, pace time.Duration) ([]timedBlocks, error) {
 	accs := make([]timedBlocks, len(targets))
+	// The pacer: a timer kept pace ahead (reset before every cycle, so it
+	// never fires while the cycles run), the same for every target.
+	paced := func() {}
+	if pace > 0 {
+		pacer := time.NewTimer(pace)
+		defer pacer.Stop()
+		paced = func() { pacer.Reset(pace) }
+	}
 	for i, t := range targets { // warm up: connections, script caches
 		for range warmup {
 			if _, _, err := t.cycle(ctx); err != nil {
@@ -255,6 +263,7 @@ func interleave(ctx context.Context, targets []latencyTarget, warmup, rounds, bl
 			t := targets[i]
 			c0 := cpuTime()
 			for range block {
+				paced()
 				ld, td, err := t.cycle(ctx)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", t.name, err)

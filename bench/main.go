@@ -31,6 +31,9 @@ type params struct {
 	libs  map[string]bool // scenario 1's libraries (-libs); empty: all
 
 	latencyWarmup, latencyRounds, latencyBlock int
+	// pace: scenarios 1 and 8 keep a runtime timer armed this far ahead
+	// through every cycle of every target (-pace; 0: none).
+	pace time.Duration
 
 	goroutines                         int
 	throughputWarmup, throughputWindow time.Duration
@@ -176,6 +179,7 @@ func main() {
 	results_ := flag.String("results", "results", "quick mode: where to write the generated page for inspection (gitignored)")
 	only := flag.String("only", "", "comma-separated scenarios to run (latency,throughput,contention,handoff,renewal,redlock,fleet,replicasync); default all. A partial run never writes docs/")
 	libs := flag.String("libs", "", "scenario 1 (latency) only: comma-separated libraries to time (rlock,redsync,redislock,rueidislock), beside the floors; default all. Makes the run partial")
+	pace := flag.Duration("pace", 0, "scenarios 1 and 8: keep a timer armed this far ahead through every cycle of every target, so that a timer one library keeps (rlock's latch cleaner: 200 ms) does not change the others' round trips (see docs/benchmarks.md, session 28); 0: none. Makes the run partial")
 	flag.Parse()
 
 	p := fullParams()
@@ -183,6 +187,7 @@ func main() {
 		p = quickParams()
 	}
 	p.libs = names(*libs)
+	p.pace = *pace
 	for n := range p.libs {
 		if !slices.ContainsFunc(latencyLibs, func(l library) bool { return l.name == n }) {
 			fmt.Fprintf(os.Stderr, "bench: -libs: no library %q in scenario 1 (rlock, redsync, redislock, rueidislock)\n", n)
@@ -223,7 +228,7 @@ func main() {
 	// else goes under results/ (gitignored) for inspection.
 	var err error
 	switch {
-	case len(want) > 0 || len(p.libs) > 0:
+	case len(want) > 0 || len(p.libs) > 0 || p.pace != 0:
 		err = writeAll(r, filepath.Join(*results_, "partial.md"), filepath.Join(*results_, "img"), "img")
 	case *quick:
 		err = writeAll(r, filepath.Join(*results_, "quick.md"), filepath.Join(*results_, "img"), "img")

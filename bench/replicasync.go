@@ -169,7 +169,7 @@ func runReplicaSync(ctx context.Context, p params) (*replicaSyncResult, error) {
 		}}
 	}
 
-	accs, err := interleave(ctx, targets, p.latencyWarmup, p.latencyRounds, p.latencyBlock)
+	accs, err := interleave(ctx, targets, p.latencyWarmup, p.latencyRounds, p.latencyBlock, p.pace)
 	if err != nil {
 		return nil, err
 	}
