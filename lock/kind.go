@@ -59,12 +59,12 @@ func (p *protocol) channel(name string) string { return p.mode.Channel(name) }
 // queue, and wait on the read-write channel; the plain, non-reentrant and
 // spin kinds queue apart from them, one queue per name, and wait on the
 // plain lock's channel; a fair waiter does not queue here). Names whose
-// channels coincide ("x" and "{x}": a
-// channel is "prefix:{name}", or "prefix:name" when name holds a '{')
-// queue apart, and each queue observes the channel (pubsub.Hub.Observe),
-// so that a release of either wakes both queues' heads: one queue of the
-// channel made the waiter of a freed "x" wait behind a waiter of a held
-// "{x}" until that one was granted.
+// channels coincide ("x" and "{x}": a channel is "prefix:{name}", or
+// "prefix:name" when name holds a '{') queue apart, and each queue
+// observes the channel (pubsub.Hub.Observe), so that a release of either
+// wakes both queues' heads: one queue of the channel made the waiter of a
+// freed "x" wait behind a waiter of a held "{x}" until that one was
+// granted.
 type queueKey struct {
 	name string
 	rw   bool
