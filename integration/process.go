@@ -44,12 +44,11 @@ type process struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait has returned
 	paused bool
-	// pauses are the spans from each pause to the resume or kill that
-	// ended it (to is zero while paused, and stays so when the process
-	// died paused and was started again: its later TILTs then count as
-	// the test's, which excuses nothing): a sentinel's TILT in or just
-	// after one is the test's doing (sentinel_tilt.go). Guarded, as
-	// paused, by the Server's mu: Pause, Resume, Kill and Restart hold it.
+	// pauses are the spans from each pause to the resume, kill or
+	// restart that ended it (to is zero while paused): a sentinel's TILT
+	// in or just after one is the test's doing (sentinel_tilt.go).
+	// Guarded, as paused, by the Server's mu: Pause, Resume, Kill and
+	// Restart hold it.
 	pauses []span
 }
 
@@ -223,7 +222,8 @@ func (p *process) start(ctx context.Context) error {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	p.cmd, p.exited, p.paused = cmd, exited, false
+	p.unpaused() // a process that died paused ends its pause span here
+	p.cmd, p.exited = cmd, exited
 
 	if err := backendkit.WaitReady(ctx, p.directAddr(), p.opts.Password, exited); err != nil {
 		log := p.logSince(logStart)
@@ -311,12 +311,11 @@ func (p *process) pause(ctx context.Context) error {
 	if p.paused {
 		return nil
 	}
-	p.pauses = append(p.pauses, span{from: time.Now()})
+	from := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		p.pauses[len(p.pauses)-1].to = time.Now()
 		return fmt.Errorf("rlock: integration: pause redis-server: %w", err)
 	}
-	p.paused = true
+	p.paused, p.pauses = true, append(p.pauses, span{from: from})
 	return p.waitState(ctx, func(s byte) bool { return s == 'T' })
 }
 
@@ -335,8 +334,8 @@ func (p *process) resume(ctx context.Context) error {
 	return err
 }
 
-// unpaused notes that the process is no longer paused (resumed, killed),
-// ending its last pause span.
+// unpaused notes that the process is no longer paused (resumed, killed,
+// started again), ending its last pause span.
 func (p *process) unpaused() {
 	if p.paused && len(p.pauses) > 0 {
 		p.pauses[len(p.pauses)-1].to = time.Now()

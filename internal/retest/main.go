@@ -275,7 +275,9 @@ func (rd *reader) testEvent(e event) {
 // failed is the failure of test top of pkg, which ran as t until end.
 func (rd *reader) failed(pkg, top string, t *running, end time.Time) failure {
 	f := failure{pkg: pkg, test: top, stall: longestStall(t.start, end)}
-	switch out := t.out.String(); {
+	out := t.out.String()
+	logged := loggedStall(out)
+	switch {
 	case strings.Contains(out, "WARNING: DATA RACE") || strings.Contains(out, "race detected during execution of test"):
 		f.final = "a data race"
 	case strings.Contains(out, "panic: "):
@@ -284,8 +286,8 @@ func (rd *reader) failed(pkg, top string, t *running, end time.Time) failure {
 		f.final = "an exclusion check (double grant, overlap)"
 	case f.stall >= rd.minStall:
 		f.seen = fmt.Sprintf("while a CPU was seen stalled %v", f.stall.Round(time.Millisecond))
-	case loggedStall(out) != "":
-		f.seen = "while a process it started stalled: " + loggedStall(out)
+	case logged != "":
+		f.seen = "while a process it started stalled: " + logged
 	default:
 		f.final = fmt.Sprintf("no CPU was seen stalled %v or more while it ran (longest: %v), and it logged no stall", rd.minStall, f.stall.Round(time.Millisecond))
 	}
