@@ -56,8 +56,9 @@ type Tilt struct {
 	// killed in it).
 	To time.Time
 	// Paused is set when the group's own Pause of this sentinel explains
-	// the TILT: it was entered while the sentinel was paused or within
-	// 2s of its Resume. Such a TILT is no evidence of a stall.
+	// the TILT: it was entered from 1.9s after the Pause (a TILT needs
+	// the sentinel's timer to miss 2s) to 2s after its Resume. Such a
+	// TILT is no evidence of a stall.
 	Paused bool
 }
 
@@ -119,16 +120,24 @@ func tiltsOf(log string) []Tilt {
 	return out
 }
 
-// pausedAt reports whether a TILT entered at from is explained by one of
-// pauses: entered during it, or within tiltAfterResume of its end (a
-// pause not yet ended counts as ending now).
+// tiltAfterPause is how long after a pause starts that a TILT it causes
+// is entered, at the soonest: the sentinel's timer must miss 2s, and it
+// last ran at most 100ms (it runs at 10 to 19 Hz) before the pause.
+const tiltAfterPause = 1900 * time.Millisecond
+
+// pausedAt reports whether a TILT entered at from (the log's time, to the
+// millisecond) is explained by one of pauses: entered more than
+// tiltAfterPause after its start, and no later than tiltAfterResume after
+// its end (a pause not yet ended counts as ending now). A TILT entered
+// sooner, even one logged in the very millisecond the pause began, was
+// entered before it: the sentinel ran, and a stall stopped it before.
 func pausedAt(pauses []span, from time.Time) bool {
 	for _, ps := range pauses {
 		to := ps.to
 		if to.IsZero() {
 			to = time.Now()
 		}
-		if !from.Before(ps.from.Truncate(time.Millisecond)) && !from.After(to.Add(tiltAfterResume)) {
+		if from.After(ps.from.Add(tiltAfterPause)) && !from.After(to.Add(tiltAfterResume)) {
 			return true
 		}
 	}

@@ -133,8 +133,9 @@ func masked(lines ...string) []string {
 	return out
 }
 
-// tiltsOf reads +tilt and -tilt lines, and pausedAt puts a TILT entered
-// during a pause or within tiltAfterResume of its end down to it.
+// tiltsOf reads +tilt and -tilt lines, and pausedAt puts a TILT down to
+// a pause when it was entered more than 1.9s after the pause began and
+// no later than tiltAfterResume after its end.
 func TestTiltsOfALog(t *testing.T) {
 	log := strings.Join([]string{
 		"6077:X 01 Dec 2026 03:31:00.666 # +monitor master m 127.0.0.1 39431 quorum 1",
@@ -166,10 +167,18 @@ func TestTiltsOfALog(t *testing.T) {
 			t.Errorf("TILT %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	pauses := []span{{from: at("03:31:01.000"), to: at("03:31:04.000")}}
+	// The pause starts 0.4ms into 03:31:01.000: a TILT logged in that
+	// very millisecond was entered before the sentinel stopped (CI saw a
+	// stall's TILT logged just as the test's Pause began, and counted as
+	// the Pause's), and one the pause caused needs the sentinel's timer
+	// to miss 2s, its last run at most 100ms before the pause.
+	pauses := []span{{from: at("03:31:01.000").Add(400 * time.Microsecond), to: at("03:31:04.000")}}
 	for hms, want := range map[string]bool{
 		"03:31:00.999": false,
-		"03:31:02.000": true,
+		"03:31:01.000": false,
+		"03:31:02.000": false,
+		"03:31:02.900": false,
+		"03:31:02.901": true,
 		"03:31:04.659": true,
 		"03:31:06.000": true,
 		"03:31:06.001": false,
