@@ -172,6 +172,14 @@ func TestDescribeIdle(t *testing.T) {
 	if got, want := describeIdle(root), "intel_idle (governor menu)"; got != want {
 		t.Errorf("bare metal: %q, want %q", got, want)
 	}
+	// The haltpoll module loaded but not the driver in use (session 29's
+	// VM: driver none, governor menu): its guest_halt_poll_ns does
+	// nothing, and naming it made the page read as a guest that polls.
+	write("/sys/devices/system/cpu/cpuidle/current_driver", "none")
+	write("/sys/module/haltpoll/parameters/guest_halt_poll_ns", "200000")
+	if got, want := describeIdle(root), "none (governor menu)"; got != want {
+		t.Errorf("KVM guest without a cpuidle driver: %q, want %q", got, want)
+	}
 	write("/sys/devices/system/cpu/cpuidle/current_driver", "haltpoll")
 	write("/sys/devices/system/cpu/cpuidle/current_governor", "haltpoll")
 	write("/sys/module/haltpoll/parameters/guest_halt_poll_ns", "0")

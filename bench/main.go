@@ -280,9 +280,11 @@ type machine struct {
 }
 
 // describeIdle names the CPU idle driver and governor under root (""
-// for this machine), and, on a KVM guest's haltpoll driver, how long a
-// CPU polls before it halts. That setting triples every round trip on
-// loopback, or cuts it to a third: with guest_halt_poll_ns at 0 every
+// for this machine), and, when the driver in use is a KVM guest's
+// haltpoll, how long a CPU polls before it halts (the module may be
+// loaded under another driver, or none, where its setting does
+// nothing). That setting triples every round trip on loopback, or cuts
+// it to a third: with guest_halt_poll_ns at 0 every
 // wait halts the virtual CPU and its wake-up goes through the host (PING
 // p50 about 60 µs on a 2-core VM, and a Lock+Unlock's latency swings
 // between two modes with the workload's pattern); with 200,000 the guest
@@ -307,7 +309,9 @@ func describeIdle(root string) string {
 	if gov != "" && gov != drv {
 		out += " (governor " + gov + ")"
 	}
-	if ns := read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"); ns != "" {
+	// The module's setting acts only through its driver: with another
+	// (or none) it is loaded but does nothing.
+	if ns := read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"); ns != "" && drv == "haltpoll" {
 		out += ", guest_halt_poll_ns " + ns
 	}
 	return out

@@ -56,9 +56,9 @@ type Tilt struct {
 	// killed in it).
 	To time.Time
 	// Paused is set when the group's own Pause of this sentinel explains
-	// the TILT: it was entered from 1.9s after the Pause (a TILT needs
-	// the sentinel's timer to miss 2s) to 2s after its Resume. Such a
-	// TILT is no evidence of a stall.
+	// the TILT: it was entered more than 1.9s after the Pause began (a
+	// TILT needs the sentinel's timer to miss 2s) and no later than 2s
+	// after its Resume. Such a TILT is no evidence of a stall.
 	Paused bool
 }
 
