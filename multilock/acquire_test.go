@@ -94,9 +94,24 @@ func TestRedLockQuorumErrorWithThreeMastersPaused(t *testing.T) {
 	}
 }
 
+// A round against a holder of 3 of 5 masters decides once three refused,
+// and what it was granted is released on every master. A try in which
+// the masters' answers did not come within the per-master timeout (CI's
+// busy pass, with other packages' tests and two CPU hogs beside it: all
+// five unanswered after 200 ms, the round 354 ms, no stall of 100 ms
+// seen) measured nothing about that decision: it is void and made
+// again, up to three in all; its partial holds must still be released.
 func TestPartialAcquisitionReleasedOnAllMasters(t *testing.T) {
+	cs := clients(t, shared, lock.Config{})
+	integration.Tries(t, 3, func(k int) bool { return partialAcquisition(t, cs, fmt.Sprintf("%s:%d", name(t), k)) })
+}
+
+// partialAcquisition is one try of
+// TestPartialAcquisitionReleasedOnAllMasters on lock n; it reports
+// whether it was void.
+func partialAcquisition(t *testing.T, cs []*lock.Client, n string) (void bool) {
+	t.Helper()
 	servers := shared
-	n := name(t)
 	// Another process holds the lock on masters 0, 1 and 2.
 	other := clients(t, servers[:3], lock.Config{})
 	for _, c := range other {
@@ -106,7 +121,6 @@ func TestPartialAcquisitionReleasedOnAllMasters(t *testing.T) {
 		}
 		t.Cleanup(func() { h.Unlock(context.Background()) })
 	}
-	cs := clients(t, servers, lock.Config{})
 	l := multilock.NewRedLock(mutexes(cs, n)...)
 	var rounds []observe.Round
 	obs := &observe.Observer{Round: func(_ context.Context, e observe.Round) { rounds = append(rounds, e) }}
@@ -118,7 +132,11 @@ func TestPartialAcquisitionReleasedOnAllMasters(t *testing.T) {
 	// The round decides once three refused: the quorum is out of reach.
 	// Whatever granted by then is released by the round, what grants
 	// later by its sender.
-	if len(rounds) != 1 || rounds[0].Granted > 2 || rounds[0].Refused != 3 {
+	switch {
+	case len(rounds) == 1 && rounds[0].Refused < 3 && errors.Is(err, lock.ErrUnavailable):
+		t.Logf("rounds %+v: masters unanswered within the per-master timeout; void", rounds)
+		void = true
+	case len(rounds) != 1 || rounds[0].Granted > 2 || rounds[0].Refused != 3:
 		t.Errorf("rounds %+v: want one with 3 refused, at most 2 granted", rounds)
 	}
 	multilock.WaitBackground(l)
@@ -129,6 +147,7 @@ func TestPartialAcquisitionReleasedOnAllMasters(t *testing.T) {
 			t.Errorf("master %d: EXISTS = %d, %v: our partial hold was not released", i+3, n, err)
 		}
 	}
+	return void
 }
 
 func TestValidityRunOut(t *testing.T) {
